@@ -1,0 +1,97 @@
+# fedop's Makefile. `make help` lists the targets.
+
+SHELL := /usr/bin/env bash
+.SHELLFLAGS := -eu -o pipefail -c
+.DEFAULT_GOAL := help
+
+ROOT := $(CURDIR)
+BIN := $(ROOT)/bin
+LAB_DIR ?= $(ROOT)/.lab
+MEMBERS ?= k8s-a k8s-b
+export LAB_DIR MEMBERS
+
+## Tools: every binary below is pinned by hack/tools/go.mod and built from
+## Go modules, so nothing is downloaded but modules.
+TOOLS_MOD := hack/tools/go.mod hack/tools/go.sum
+tool_version = $(shell awk '$$1 == "$(1)" { print $$2 }' hack/tools/go.mod)
+KUBE_VERSION := $(call tool_version,k8s.io/kubernetes)
+KUBE_MINOR := $(word 2,$(subst ., ,$(KUBE_VERSION)))
+KWOK_VERSION := $(call tool_version,sigs.k8s.io/kwok)
+
+# A plain `go build` of k8s.io/kubernetes reports v0.0.0-master+$Format:%H$,
+# which kubectl cannot parse; stamp the versions the release scripts would.
+KUBE_LDFLAGS := -s -w \
+	-X k8s.io/component-base/version.gitVersion=$(KUBE_VERSION) \
+	-X k8s.io/component-base/version.gitMajor=1 \
+	-X k8s.io/component-base/version.gitMinor=$(KUBE_MINOR) \
+	-X k8s.io/component-base/version.gitTreeState=clean \
+	-X k8s.io/client-go/pkg/version.gitVersion=$(KUBE_VERSION) \
+	-X k8s.io/client-go/pkg/version.gitMajor=1 \
+	-X k8s.io/client-go/pkg/version.gitMinor=$(KUBE_MINOR) \
+	-X k8s.io/client-go/pkg/version.gitTreeState=clean
+KWOK_LDFLAGS := -s -w \
+	-X sigs.k8s.io/kwok/pkg/consts.Version=$(KWOK_VERSION) \
+	-X sigs.k8s.io/kwok/pkg/consts.KubeVersion=$(KUBE_VERSION)
+
+KUBE_TOOLS := kube-apiserver kube-controller-manager kube-scheduler kubectl
+KWOK_TOOLS := kwok kwokctl
+TOOLS := $(addprefix $(BIN)/,$(KUBE_TOOLS) $(KWOK_TOOLS) etcd controller-gen kind)
+
+# go_build builds package $(2) of the tools module into $(1) with ldflags $(3).
+define go_build
+	@echo "Building $(notdir $(1)) from $(2) (the first build takes minutes)"
+	@cd hack/tools && go build -ldflags "$(3)" -o $(1) $(2)
+endef
+
+.PHONY: tools
+tools: $(TOOLS) ## Build the pinned control plane, etcd, kwok, controller-gen and kind into bin/.
+
+$(addprefix $(BIN)/,$(KUBE_TOOLS)): $(BIN)/%: $(TOOLS_MOD)
+	$(call go_build,$@,k8s.io/kubernetes/cmd/$*,$(KUBE_LDFLAGS))
+
+$(addprefix $(BIN)/,$(KWOK_TOOLS)): $(BIN)/%: $(TOOLS_MOD)
+	$(call go_build,$@,sigs.k8s.io/kwok/cmd/$*,$(KWOK_LDFLAGS))
+
+$(BIN)/etcd: $(TOOLS_MOD)
+	$(call go_build,$@,go.etcd.io/etcd/server/v3,-s -w)
+
+$(BIN)/controller-gen: $(TOOLS_MOD)
+	$(call go_build,$@,sigs.k8s.io/controller-tools/cmd/controller-gen,-s -w)
+
+$(BIN)/kind: $(TOOLS_MOD)
+	$(call go_build,$@,sigs.k8s.io/kind,-s -w)
+
+##@ Lab
+
+.PHONY: lab-up
+lab-up: tools ## Start the host and member clusters ($(MEMBERS)) and register the members.
+	hack/lab.sh up
+
+.PHONY: lab-down
+lab-down: ## Delete the lab's clusters; no process is left.
+	hack/lab.sh down
+
+.PHONY: lab-status
+lab-status: ## List the lab's clusters and whether they answer.
+	hack/lab.sh status
+
+##@ Development
+
+.PHONY: fmt
+fmt: ## Run gofmt on the code.
+	gofmt -l -w $$(git ls-files '*.go')
+
+.PHONY: vet
+vet: ## Run go vet.
+	go vet ./...
+
+##@ Test
+
+.PHONY: test
+test: tools vet ## Unit and integration tests (real API servers from bin/), then the lab smoke test.
+	KUBEBUILDER_ASSETS=$(BIN) go test -race -count=1 ./...
+	hack/lab-smoke.sh
+
+.PHONY: help
+help: ## Show this help.
+	@awk 'BEGIN {FS = ":.*##"} /^[a-zA-Z_-]+:.*##/ { printf "  \033[36m%-14s\033[0m %s\n", $$1, $$2 } /^##@/ { printf "\n%s\n", substr($$0, 5) }' $(MAKEFILE_LIST)

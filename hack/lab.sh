@@ -1,0 +1,188 @@
+#!/usr/bin/env bash
+# lab.sh runs fedop's local multi-cluster lab: a host cluster and member
+# clusters, each a real control plane (etcd, kube-apiserver,
+# kube-controller-manager, kube-scheduler) plus the kwok controller, run as
+# plain processes by `kwokctl --runtime binary` from the binaries in bin/.
+# Members get fake kwok nodes labelled with topology.kubernetes.io/zone, so
+# pods are really scheduled, become Running and Ready, and are garbage
+# collected. Every member is registered on the host as a user would, with
+# hack/register-member.sh.
+#
+# Usage:
+#   hack/lab.sh up       create (or restart) the lab; idempotent
+#   hack/lab.sh down     delete every lab cluster and leave no process behind
+#   hack/lab.sh status   list the lab's clusters and whether they answer
+#
+# Environment:
+#   MEMBERS       member cluster names (default "k8s-a k8s-b")
+#   LAB_DIR       state and kubeconfigs (default .lab): .lab/<name>.kubeconfig
+#   LAB_ZONES     zones of each member's fake nodes (default "a b c")
+#   LAB_NODES_PER_ZONE  fake nodes per zone (default 1)
+set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+MEMBERS=${MEMBERS:-k8s-a k8s-b}
+LAB_DIR=${LAB_DIR:-$ROOT/.lab}
+LAB_ZONES=${LAB_ZONES:-a b c}
+LAB_NODES_PER_ZONE=${LAB_NODES_PER_ZONE:-1}
+HOST=host
+
+# kwokctl keeps each cluster's state under KWOK_WORKDIR; keeping it inside
+# LAB_DIR means the lab never touches ~/.kwok, and `down` can prove that no
+# process it started is left.
+export KWOK_WORKDIR=$LAB_DIR/kwok
+# The lab is offline: every component comes from bin/, nothing is pulled.
+KWOKCTL=$BIN/kwokctl
+KUBECTL=$(kubectl_bin)
+
+kubeconfig_of() { echo "$LAB_DIR/$1.kubeconfig"; }
+
+lab_clusters() {
+  [[ -x $KWOKCTL ]] || return 0
+  "$KWOKCTL" get clusters 2>/dev/null || true
+}
+
+answers() {
+  local kc
+  kc=$(kubeconfig_of "$1")
+  [[ -f $kc ]] && "$KUBECTL" --kubeconfig "$kc" --request-timeout=5s get --raw /readyz >/dev/null 2>&1
+}
+
+# up_cluster creates cluster $1, or starts it again when it exists but does
+# not answer (for example after a reboot), and writes its kubeconfig.
+up_cluster() {
+  local name=$1
+  if lab_clusters | grep -qx "$name"; then
+    if answers "$name"; then
+      log "Cluster $name is already up"
+      return 0
+    fi
+    log "Starting existing cluster $name"
+    "$KWOKCTL" start cluster --name "$name" --wait 60s >"$LAB_DIR/$name.log" 2>&1 ||
+      die "starting cluster $name failed; see $LAB_DIR/$name.log"
+  else
+    log "Creating cluster $name"
+    # --kubeconfig "" keeps kwokctl from editing ~/.kube/config.
+    "$KWOKCTL" create cluster --name "$name" \
+      --runtime binary \
+      --kubeconfig "" \
+      --secure-port=true \
+      --kube-authorization=true \
+      --etcd-binary "$BIN/etcd" \
+      --kube-apiserver-binary "$BIN/kube-apiserver" \
+      --kube-controller-manager-binary "$BIN/kube-controller-manager" \
+      --kube-scheduler-binary "$BIN/kube-scheduler" \
+      --kwok-controller-binary "$BIN/kwok" \
+      --wait 60s >"$LAB_DIR/$name.log" 2>&1 ||
+      die "creating cluster $name failed; see $LAB_DIR/$name.log"
+  fi
+  "$KWOKCTL" get kubeconfig --name "$name" >"$(kubeconfig_of "$name").tmp"
+  mv "$(kubeconfig_of "$name").tmp" "$(kubeconfig_of "$name")"
+  answers "$name" || die "cluster $name was created but does not answer; see $LAB_DIR/$name.log"
+}
+
+# nodes_manifest prints the fake nodes of member $1: LAB_NODES_PER_ZONE nodes
+# in each of LAB_ZONES. The annotation hands them to the kwok controller,
+# which keeps them Ready and runs the pods bound to them.
+nodes_manifest() {
+  local member=$1 zone i
+  for zone in $LAB_ZONES; do
+    for ((i = 0; i < LAB_NODES_PER_ZONE; i++)); do
+      cat <<EOF
+---
+apiVersion: v1
+kind: Node
+metadata:
+  name: $member-$zone-$i
+  annotations:
+    kwok.x-k8s.io/node: fake
+  labels:
+    kubernetes.io/hostname: $member-$zone-$i
+    kubernetes.io/os: linux
+    kubernetes.io/arch: amd64
+    node.kubernetes.io/instance-type: kwok
+    topology.kubernetes.io/region: $member
+    topology.kubernetes.io/zone: $zone
+    type: kwok
+spec: {}
+status:
+  allocatable: {cpu: "32", memory: 256Gi, pods: "1000"}
+  capacity: {cpu: "32", memory: 256Gi, pods: "1000"}
+EOF
+    done
+  done
+}
+
+cmd_up() {
+  require_bins etcd kube-apiserver kube-controller-manager kube-scheduler kwok kwokctl
+  local start=$SECONDS name
+  for name in $HOST $MEMBERS; do
+    is_dns_label "$name" || die "cluster name '$name' is not a DNS-1123 label"
+  done
+  mkdir -p "$LAB_DIR"
+  for name in $HOST $MEMBERS; do
+    up_cluster "$name"
+  done
+  for name in $MEMBERS; do
+    log "Adding fake nodes to $name (zones: $LAB_ZONES)"
+    nodes_manifest "$name" | "$KUBECTL" --kubeconfig "$(kubeconfig_of "$name")" apply -f - >/dev/null
+  done
+  for name in $MEMBERS; do
+    "$ROOT/hack/register-member.sh" \
+      --host-kubeconfig "$(kubeconfig_of $HOST)" \
+      --member-kubeconfig "$(kubeconfig_of "$name")" \
+      --name "$name"
+  done
+  log "Lab is up in $((SECONDS - start))s. Kubeconfigs:"
+  for name in $HOST $MEMBERS; do
+    echo "  $(kubeconfig_of "$name")"
+  done
+}
+
+# lab_pids prints the pids of processes started from this lab's kwok
+# workdir, found by their command lines.
+lab_pids() {
+  pgrep -f -- "$KWOK_WORKDIR/" || true
+}
+
+cmd_down() {
+  local name
+  for name in $(lab_clusters); do
+    log "Deleting cluster $name"
+    "$KWOKCTL" delete cluster --name "$name" >/dev/null 2>&1 || log "kwokctl could not delete $name cleanly"
+  done
+  # kwokctl stops what it started; anything still here (a component that
+  # outlived a crashed kwokctl) is ended so that `down` always means no
+  # lab process is left.
+  local pids
+  pids=$(lab_pids)
+  if [[ -n $pids ]]; then
+    log "Stopping leftover lab processes: $(echo $pids)"
+    kill $pids 2>/dev/null || true
+    sleep 1
+    pids=$(lab_pids)
+    [[ -z $pids ]] || kill -9 $pids 2>/dev/null || true
+  fi
+  rm -rf "$KWOK_WORKDIR"
+  rm -f "$LAB_DIR"/*.kubeconfig
+  [[ -z $(lab_pids) ]] || die "lab processes are still running: $(lab_pids)"
+  log "Lab is down"
+}
+
+cmd_status() {
+  local name
+  for name in $(lab_clusters); do
+    if answers "$name"; then
+      echo "$name up $(kubeconfig_of "$name")"
+    else
+      echo "$name down"
+    fi
+  done
+}
+
+case ${1:-} in
+  up) cmd_up ;;
+  down) cmd_down ;;
+  status) cmd_status ;;
+  *) die "usage: $0 up|down|status" ;;
+esac

@@ -1,0 +1,36 @@
+# Shared helpers for fedop's scripts. Source it; it defines functions and
+# variables only, and runs nothing.
+
+# ROOT is the repository root; BIN holds what `make tools` builds.
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+BIN=${BIN:-$ROOT/bin}
+
+log() { printf '%s %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
+die() { printf 'error: %s\n' "$*" >&2; exit 1; }
+
+# kubectl_bin prints the kubectl to use: the one `make tools` built, so the
+# client is on the same Kubernetes minor line as the servers, or else the one
+# on PATH.
+kubectl_bin() {
+  if [[ -x $BIN/kubectl ]]; then
+    echo "$BIN/kubectl"
+  elif command -v kubectl >/dev/null 2>&1; then
+    command -v kubectl
+  else
+    die "kubectl not found: run 'make tools' or install kubectl"
+  fi
+}
+
+# require_bins fails unless every named binary is in $BIN.
+require_bins() {
+  local b
+  for b in "$@"; do
+    [[ -x $BIN/$b ]] || die "$BIN/$b is missing: run 'make tools' first"
+  done
+}
+
+# is_dns_label succeeds when $1 is an RFC 1123 label (what Kubernetes
+# accepts as a namespace name and what fedop accepts as a member name).
+is_dns_label() {
+  [[ ${#1} -le 63 && $1 =~ ^[a-z0-9]([-a-z0-9]*[a-z0-9])?$ ]]
+}
