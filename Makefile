@@ -33,6 +33,10 @@ KWOK_LDFLAGS := -s -w \
 	-X sigs.k8s.io/kwok/pkg/consts.Version=$(KWOK_VERSION) \
 	-X sigs.k8s.io/kwok/pkg/consts.KubeVersion=$(KUBE_VERSION)
 
+# The binaries depend on a stamp named after the ldflags' hash, so changing
+# a version stamp rebuilds them even though go.mod did not change.
+TOOLS_STAMP := $(BIN)/.ldflags-$(shell echo '$(KUBE_LDFLAGS) $(KWOK_LDFLAGS)' | sha256sum | cut -c1-12)
+
 KUBE_TOOLS := kube-apiserver kube-controller-manager kube-scheduler kubectl
 KWOK_TOOLS := kwok kwokctl
 TOOLS := $(addprefix $(BIN)/,$(KUBE_TOOLS) $(KWOK_TOOLS) etcd controller-gen kind)
@@ -46,10 +50,13 @@ endef
 .PHONY: tools
 tools: $(TOOLS) ## Build the pinned control plane, etcd, kwok, controller-gen and kind into bin/.
 
-$(addprefix $(BIN)/,$(KUBE_TOOLS)): $(BIN)/%: $(TOOLS_MOD)
+$(TOOLS_STAMP):
+	@mkdir -p $(BIN) && rm -f $(BIN)/.ldflags-* && touch $@
+
+$(addprefix $(BIN)/,$(KUBE_TOOLS)): $(BIN)/%: $(TOOLS_MOD) $(TOOLS_STAMP)
 	$(call go_build,$@,k8s.io/kubernetes/cmd/$*,$(KUBE_LDFLAGS))
 
-$(addprefix $(BIN)/,$(KWOK_TOOLS)): $(BIN)/%: $(TOOLS_MOD)
+$(addprefix $(BIN)/,$(KWOK_TOOLS)): $(BIN)/%: $(TOOLS_MOD) $(TOOLS_STAMP)
 	$(call go_build,$@,sigs.k8s.io/kwok/cmd/$*,$(KWOK_LDFLAGS))
 
 $(BIN)/etcd: $(TOOLS_MOD)

@@ -117,6 +117,39 @@ lab_up_again_is_quick() {
   echo "     (second lab up in $((SECONDS - start))s)"
 }
 
+secret_token() {
+  host -n fedop-system get secret "$1" -o jsonpath='{.data.kubeconfig}' | base64 -d |
+    "$KUBECTL" config view --kubeconfig /dev/stdin --raw -o jsonpath='{.users[0].user.token}'
+}
+
+reregister() {
+  "$ROOT/hack/register-member.sh" --host-kubeconfig "$LAB_DIR/host.kubeconfig" \
+    --member-kubeconfig "$LAB_DIR/$1.kubeconfig" --name "$1" "${@:2}" 2>/dev/null
+}
+
+# rotation_keeps_old_token: a plain re-run writes a new token to the Secret;
+# the old one keeps working until it expires.
+rotation_keeps_old_token() {
+  local m=$1 old_kc=$LAB_DIR/$1.old.kubeconfig old new
+  cp "$(member_kc "$m")" "$old_kc"
+  old=$(secret_token "$m")
+  reregister "$m" || return 1
+  new=$(secret_token "$m")
+  [[ -n $new && $new != "$old" ]] || { echo "     token did not change"; return 1; }
+  can_i "$old_kc" yes create pods -n default
+}
+
+# revoke_invalidates_old_token: --revoke-old-tokens recreates the
+# ServiceAccount, so a token minted before stops working and the new one works.
+revoke_invalidates_old_token() {
+  local m=$1 old_kc=$LAB_DIR/$1.old.kubeconfig
+  cp "$(member_kc "$m")" "$old_kc"
+  reregister "$m" --revoke-old-tokens || return 1
+  ! "$KUBECTL" --kubeconfig "$old_kc" auth can-i create pods -n default >/dev/null 2>&1 ||
+    { echo "     the old token still works"; return 1; }
+  can_i "$(member_kc "$m")" yes create pods -n default
+}
+
 trap finish EXIT
 "$ROOT/hack/lab.sh" down >/dev/null 2>&1
 check "lab-up creates host and members ($MEMBERS)" lab_up || exit 1
@@ -132,5 +165,7 @@ check "register-member: unreachable member fails, host unchanged" \
   register_fails --host-kubeconfig "$LAB_DIR/host.kubeconfig" --member-kubeconfig "$(unreachable_kubeconfig)" --name bad
 check "register-member: invalid name fails, host unchanged" \
   register_fails --host-kubeconfig "$LAB_DIR/host.kubeconfig" --member-kubeconfig "$LAB_DIR/$first.kubeconfig" --name Bad_Name
+check "register-member again rotates the token in the Secret" rotation_keeps_old_token "$first"
+check "register-member --revoke-old-tokens invalidates the old token" revoke_invalidates_old_token "$first"
 check "lab-up again is idempotent" lab_up_again_is_quick
 check "host still lists exactly the member Secrets" secrets_listed
