@@ -1,0 +1,380 @@
+package v1alpha1
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// Bounds of the API. They keep every pod name fedop derives,
+// <federationcluster>-<component>-<ordinal>, a DNS-1123 label (at most 63
+// characters), so it can serve as the pod's hostname under its component's
+// headless Service.
+const (
+	// MaxComponents is the most components a FederationCluster may have.
+	MaxComponents = 16
+	// MaxPlacements is the most placements (members) a component may have.
+	MaxPlacements = 32
+	// MaxReplicasPerPlacement is the most pods one placement may ask for.
+	MaxReplicasPerPlacement = 1000
+	// MaxComponentNameLength is the longest component name.
+	MaxComponentNameLength = 20
+	// MaxOrdinalDigits is the width of the largest ordinal a component can
+	// reach: MaxPlacements * MaxReplicasPerPlacement - 1 = 31999.
+	MaxOrdinalDigits = 5
+	// MaxNameAndComponentLength bounds len(metadata.name) + len(component
+	// name): 63 - two dashes - MaxOrdinalDigits.
+	MaxNameAndComponentLength = 56
+)
+
+// FederationClusterSpec is the desired state: the components of one
+// stateful system and, for each, how many pods go to which member cluster.
+type FederationClusterSpec struct {
+	// paused stops every disruptive action (no pod is deleted) while true.
+	// Status is still observed and written. Default false.
+	// +optional
+	Paused bool `json:"paused,omitempty"`
+
+	// minReadySeconds is how long, in seconds, a created or replaced pod must
+	// stay Ready before it counts as available and the coordinator takes the
+	// next step. 0 to 3600; default 0 (available as soon as Ready).
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=3600
+	MinReadySeconds int32 `json:"minReadySeconds,omitempty"`
+
+	// components are the parts of the system, 1 to 16 with unique names.
+	// They are initialized and rolled in this order.
+	// +required
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=16
+	Components []Component `json:"components"`
+}
+
+// Component is one part of the system (for TiDB: pd, tikv or tidb): a base
+// pod template and its heterogeneous topology over member clusters.
+type Component struct {
+	// name identifies the component: a DNS-1035 label of at most 20
+	// characters. It appears in pod names (<fc>-<name>-<ordinal>), Service
+	// names (<fc>-<name>) and the app.kubernetes.io/component label.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=20
+	// +kubebuilder:validation:Pattern=`^[a-z]([-a-z0-9]*[a-z0-9])?$`
+	Name string `json:"name"`
+
+	// template is the component's base pod. Each placement's overrides are
+	// applied over it to make that placement's effective pod template, whose
+	// hash is the placement's update revision.
+	// +required
+	Template corev1.PodTemplateSpec `json:"template"`
+
+	// topology lists where the component's pods run: 1 to 32 placements, at
+	// most one per member. During an upgrade, members take turns in this
+	// order.
+	// +required
+	// +listType=map
+	// +listMapKey=member
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=32
+	Topology []Placement `json:"topology"`
+}
+
+// Placement is the part of a component that runs in one member cluster,
+// with the overrides that make it heterogeneous.
+type Placement struct {
+	// member names a registered member cluster: the name of its Secret in the
+	// operator's member namespace. A DNS-1123 label.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	Member string `json:"member"`
+
+	// replicas is the number of pods of the component in this member, 0 to
+	// 1000.
+	// +required
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=1000
+	Replicas int32 `json:"replicas"`
+
+	// nodeSelector is merged over the template's node selector; a key set
+	// here wins. At most 32 entries.
+	// +optional
+	// +kubebuilder:validation:MaxProperties=32
+	NodeSelector map[string]string `json:"nodeSelector,omitempty"`
+
+	// labels are merged into the pods' labels; a key set here wins over the
+	// template, fedop's own labels win over both. At most 64 entries.
+	// +optional
+	// +kubebuilder:validation:MaxProperties=64
+	Labels map[string]string `json:"labels,omitempty"`
+
+	// annotations are merged into the pods' annotations; a key set here wins.
+	// At most 64 entries.
+	// +optional
+	// +kubebuilder:validation:MaxProperties=64
+	Annotations map[string]string `json:"annotations,omitempty"`
+
+	// env is set on every container (init containers included), replacing
+	// a variable of the same name. At most 64 variables.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=64
+	Env []corev1.EnvVar `json:"env,omitempty"`
+
+	// image, when set, replaces the image of the template's first container.
+	// At most 512 characters.
+	// +optional
+	// +kubebuilder:validation:MaxLength=512
+	Image string `json:"image,omitempty"`
+}
+
+// OperationType names one of the mutually exclusive operations.
+// +kubebuilder:validation:Enum=Initialize;Scale;Upgrade
+type OperationType string
+
+const (
+	// OperationInitialize creates a new FederationCluster's pods, component
+	// by component, each component's pods at once.
+	OperationInitialize OperationType = "Initialize"
+	// OperationScale creates missing pods and deletes surplus ones, one pod
+	// at a time.
+	OperationScale OperationType = "Scale"
+	// OperationUpgrade replaces outdated pods, one pod at a time.
+	OperationUpgrade OperationType = "Upgrade"
+)
+
+// Operation is the status-flag mutex: the operation in progress. It is
+// taken with a status write that carries the object's resourceVersion
+// before the first action, rewritten to name the pod before each disruptive
+// action (acknowledge, then act), and cleared when the goal is observed.
+// Because it lives in status, an operation survives operator restarts.
+type Operation struct {
+	// type is the operation: Initialize, Scale or Upgrade.
+	// +required
+	Type OperationType `json:"type"`
+
+	// component is the component being worked on.
+	// +optional
+	// +kubebuilder:validation:MaxLength=20
+	Component string `json:"component,omitempty"`
+
+	// member is the member cluster of the latest step. During an upgrade the
+	// next step goes to the next member in topology order.
+	// +optional
+	// +kubebuilder:validation:MaxLength=63
+	Member string `json:"member,omitempty"`
+
+	// pod is the pod being acted on now; empty between steps.
+	// +optional
+	// +kubebuilder:validation:MaxLength=63
+	Pod string `json:"pod,omitempty"`
+
+	// podUID is the UID of the pod instance being replaced or removed. A pod
+	// named pod with this UID is the old instance; any other UID is its
+	// replacement. Deletes carry it as a precondition, so a stale cache never
+	// deletes a second instance.
+	// +optional
+	PodUID types.UID `json:"podUID,omitempty"`
+
+	// targetRevision is the update revision the current step moves pod to.
+	// +optional
+	// +kubebuilder:validation:MaxLength=63
+	TargetRevision string `json:"targetRevision,omitempty"`
+
+	// holder identifies the manager that last wrote the operation.
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	Holder string `json:"holder,omitempty"`
+
+	// startedTime is when the operation was taken.
+	// +required
+	StartedTime metav1.Time `json:"startedTime"`
+}
+
+// RolloutPhase is a component's rollout progress, derived from the
+// generation and the revisions as in the StatefulSet pattern.
+// +kubebuilder:validation:Enum=NotStarted;InProgress;Done;Unknown
+type RolloutPhase string
+
+const (
+	// RolloutNotStarted: some pods are outdated and none of them has been
+	// replaced yet.
+	RolloutNotStarted RolloutPhase = "NotStarted"
+	// RolloutInProgress: some pods are at the update revision, some are not.
+	RolloutInProgress RolloutPhase = "InProgress"
+	// RolloutDone: every desired pod exists at its update revision.
+	RolloutDone RolloutPhase = "Done"
+	// RolloutUnknown: the spec has not been observed yet, or a member of the
+	// component cannot be observed.
+	RolloutUnknown RolloutPhase = "Unknown"
+)
+
+// PlacementStatus is what was observed of one placement.
+type PlacementStatus struct {
+	// member is the placement's member cluster.
+	// +required
+	// +kubebuilder:validation:MaxLength=63
+	Member string `json:"member"`
+	// replicas is the number of pods desired in this member.
+	// +optional
+	Replicas int32 `json:"replicas"`
+	// readyReplicas is the number of the placement's pods with Ready=True.
+	// +optional
+	ReadyReplicas int32 `json:"readyReplicas"`
+	// updatedReplicas is the number of the placement's pods at updateRevision.
+	// +optional
+	UpdatedReplicas int32 `json:"updatedReplicas"`
+	// currentRevision is the revision of the placement's outdated pods (the
+	// most common one), or updateRevision when none is outdated.
+	// +optional
+	// +kubebuilder:validation:MaxLength=63
+	CurrentRevision string `json:"currentRevision,omitempty"`
+	// updateRevision is the hash of the placement's effective pod template.
+	// +optional
+	// +kubebuilder:validation:MaxLength=63
+	UpdateRevision string `json:"updateRevision,omitempty"`
+}
+
+// ComponentStatus is what was observed of one component.
+type ComponentStatus struct {
+	// name is the component's name.
+	// +required
+	// +kubebuilder:validation:MaxLength=20
+	Name string `json:"name"`
+	// rollout is the component's rollout phase.
+	// +optional
+	Rollout RolloutPhase `json:"rollout,omitempty"`
+	// replicas is the number of pods desired, all members.
+	// +optional
+	Replicas int32 `json:"replicas"`
+	// readyReplicas is the number of the component's pods with Ready=True.
+	// +optional
+	ReadyReplicas int32 `json:"readyReplicas"`
+	// updatedReplicas is the number of the component's pods at their
+	// placement's update revision.
+	// +optional
+	UpdatedReplicas int32 `json:"updatedReplicas"`
+	// members holds one entry per placement, in topology order.
+	// +optional
+	// +listType=map
+	// +listMapKey=member
+	// +kubebuilder:validation:MaxItems=32
+	Members []PlacementStatus `json:"members,omitempty"`
+}
+
+// MemberStatus is the connection state of one member cluster the
+// FederationCluster uses.
+type MemberStatus struct {
+	// name is the member cluster's name.
+	// +required
+	// +kubebuilder:validation:MaxLength=63
+	Name string `json:"name"`
+	// connected is true while the operator reaches the member and its cache
+	// is synced.
+	// +required
+	Connected bool `json:"connected"`
+	// message says why the member is not connected; empty when it is.
+	// +optional
+	// +kubebuilder:validation:MaxLength=1024
+	Message string `json:"message,omitempty"`
+	// lastProbeTime is when the operator last probed the member.
+	// +optional
+	LastProbeTime *metav1.Time `json:"lastProbeTime,omitempty"`
+}
+
+// FederationClusterStatus is the observed state.
+type FederationClusterStatus struct {
+	// observedGeneration is the metadata.generation this status was computed
+	// from. It is written only by a reconcile that observed every member it
+	// could and planned without error.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// replicas is the number of pods desired, all components and members.
+	// +optional
+	Replicas int32 `json:"replicas"`
+
+	// readyReplicas is the number of pods with Ready=True.
+	// +optional
+	ReadyReplicas int32 `json:"readyReplicas"`
+
+	// updatedReplicas is the number of pods at their placement's update
+	// revision.
+	// +optional
+	UpdatedReplicas int32 `json:"updatedReplicas"`
+
+	// conditions are Ready, Progressing and MembersConnected, and while the
+	// object is being deleted, CleanedUp.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	// +kubebuilder:validation:MaxItems=8
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+
+	// operation is the status-flag mutex: the operation in progress, absent
+	// when none is.
+	// +optional
+	Operation *Operation `json:"operation,omitempty"`
+
+	// components holds one entry per component, in spec order.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=16
+	Components []ComponentStatus `json:"components,omitempty"`
+
+	// members holds one entry per member cluster the spec names, sorted by
+	// name.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=512
+	Members []MemberStatus `json:"members,omitempty"`
+}
+
+// FederationCluster runs one stateful, multi-component system across member
+// clusters. The operator creates pods <name>-<component>-<ordinal> in the
+// members its topology names and rolls them one pod at a time for the whole
+// federation.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:shortName=fc,categories=fedop
+// +kubebuilder:printcolumn:name="Replicas",type=integer,JSONPath=`.status.replicas`
+// +kubebuilder:printcolumn:name="Ready",type=integer,JSONPath=`.status.readyReplicas`
+// +kubebuilder:printcolumn:name="Updated",type=integer,JSONPath=`.status.updatedReplicas`
+// +kubebuilder:printcolumn:name="Operation",type=string,JSONPath=`.status.operation.type`
+// +kubebuilder:printcolumn:name="Pod",type=string,JSONPath=`.status.operation.pod`,priority=1
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+// +kubebuilder:validation:XValidation:rule="self.metadata.name.matches('^[a-z]([-a-z0-9]*[a-z0-9])?$')",message="metadata.name must be a DNS-1035 label: it prefixes Service names"
+// +kubebuilder:validation:XValidation:rule="self.spec.components.all(c, size(self.metadata.name) + size(c.name) <= 56)",message="metadata.name and a component name together may have at most 56 characters, so that pod names <name>-<component>-<ordinal> stay within 63"
+type FederationCluster struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// spec is the desired state.
+	// +required
+	Spec FederationClusterSpec `json:"spec"`
+
+	// status is the observed state.
+	// +optional
+	Status FederationClusterStatus `json:"status,omitempty"`
+}
+
+// FederationClusterList is a list of FederationClusters.
+//
+// +kubebuilder:object:root=true
+type FederationClusterList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []FederationCluster `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&FederationCluster{}, &FederationClusterList{})
+}

@@ -1,0 +1,299 @@
+package rollout
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/fedop-io/fedop/api/v1alpha1"
+)
+
+// world is a model of the member clusters: pods that are created not Ready,
+// become Ready later, and once deleted terminate for a while before they go.
+// A controller that runs the planner on it may crash between any two writes,
+// and sees the pods through a cache that lags behind (never going back in
+// time, as an informer's does).
+type world struct {
+	rng        *rand.Rand
+	tick       int
+	history    [][]Component // history[i] is the pods as they were at tick i
+	components []Component   // now; Pods mutated in place
+	op         *v1alpha1.Operation
+	cacheTick  int
+	uid        int
+	deletions  []string // member/pod, in order
+	maxUnavail int
+	baseline   map[string]int
+}
+
+func newWorld(seed uint64, spec []Component) *world {
+	w := &world{rng: rand.New(rand.NewPCG(seed, seed)), components: spec}
+	w.snapshot()
+	return w
+}
+
+func (w *world) snapshot() {
+	cp := make([]Component, len(w.components))
+	for i, c := range w.components {
+		cp[i] = Component{Name: c.Name}
+		for _, pl := range c.Placements {
+			pl.Pods = slices.Clone(pl.Pods)
+			cp[i].Placements = append(cp[i].Placements, pl)
+		}
+	}
+	w.history = append(w.history, cp)
+}
+
+// observe returns the cache's view: the pods at some recent tick, with the
+// desired state (replicas, revisions, connectivity) of now.
+func (w *world) observe() []Component {
+	w.cacheTick = max(w.cacheTick, w.tick-w.rng.IntN(3))
+	seen := w.history[w.cacheTick]
+	out := make([]Component, len(w.components))
+	for i, c := range w.components {
+		out[i] = Component{Name: c.Name}
+		for j, pl := range c.Placements {
+			pl.Pods = slices.Clone(seen[i].Placements[j].Pods)
+			out[i].Placements = append(out[i].Placements, pl)
+		}
+	}
+	return out
+}
+
+func (w *world) placement(member, component string) *Placement {
+	for i := range w.components {
+		if w.components[i].Name != component {
+			continue
+		}
+		for j := range w.components[i].Placements {
+			if w.components[i].Placements[j].Member == member {
+				return &w.components[i].Placements[j]
+			}
+		}
+	}
+	return nil
+}
+
+// reconcile runs one reconcile: plan, write the operation (acknowledge),
+// act. It may crash before the write or between the write and the action.
+func (w *world) reconcile(t *testing.T) {
+	plan := Next(State{Name: "demo", Components: w.observe(), Operation: w.op, Now: time.Unix(int64(w.tick), 0)})
+	if w.rng.IntN(10) == 0 {
+		return // crashed before acknowledging
+	}
+	w.op = plan.Operation
+	if w.rng.IntN(10) == 0 {
+		return // crashed after acknowledging, before acting
+	}
+	for _, c := range plan.Create {
+		pl := w.placement(c.Member, c.Component)
+		require.NotNil(t, pl)
+		if findPod(pl, c.Name) != nil {
+			continue // AlreadyExists: server-side apply changes nothing
+		}
+		w.uid++
+		pl.Pods = append(pl.Pods, Pod{Name: c.Name, UID: types.UID(fmt.Sprint(w.uid)), Ordinal: c.Ordinal, Revision: c.Revision})
+	}
+	if d := plan.Delete; d != nil {
+		pl := w.placement(d.Member, d.Component)
+		require.NotNil(t, pl)
+		if pod := findPod(pl, d.Name); pod != nil && pod.UID == d.UID && !pod.Terminating {
+			pod.Terminating = true
+			w.deletions = append(w.deletions, d.Member+"/"+d.Name)
+		}
+	}
+}
+
+// progress lets kubelets and the garbage collector move on.
+func (w *world) progress() {
+	for i := range w.components {
+		for j := range w.components[i].Placements {
+			pl := &w.components[i].Placements[j]
+			pl.Pods = slices.DeleteFunc(pl.Pods, func(p Pod) bool { return p.Terminating && w.rng.IntN(3) == 0 })
+			for k := range pl.Pods {
+				if !pl.Pods[k].Ready && !pl.Pods[k].Terminating && w.rng.IntN(3) == 0 {
+					pl.Pods[k].Ready, pl.Pods[k].ReadySince = true, time.Unix(int64(w.tick), 0)
+				}
+			}
+		}
+	}
+}
+
+// unavailable counts, as an independent checker would, the desired pods
+// that are not available: per placement, desired minus Ready and not
+// terminating, never below zero. Pods a scale-out has yet to create are not
+// counted: the desired count of a placement is capped by what it had
+// available when the change began (w.baseline).
+func (w *world) unavailable() int {
+	n := 0
+	for _, c := range w.components {
+		for _, pl := range c.Placements {
+			desired := min(int(pl.Replicas), w.baseline[pl.Member+"/"+c.Name])
+			n += max(0, desired-available(pl))
+		}
+	}
+	return n
+}
+
+func available(pl Placement) int {
+	ok := 0
+	for _, p := range pl.Pods {
+		if p.Ready && !p.Terminating {
+			ok++
+		}
+	}
+	return ok
+}
+
+// begin records what is available now, before a change of the spec.
+func (w *world) begin() {
+	w.maxUnavail = 0
+	w.baseline = map[string]int{}
+	for _, c := range w.components {
+		for _, pl := range c.Placements {
+			w.baseline[pl.Member+"/"+c.Name] = available(pl)
+		}
+	}
+}
+
+func (w *world) step(t *testing.T) {
+	w.reconcile(t)
+	w.progress()
+	w.tick++
+	w.snapshot()
+	w.maxUnavail = max(w.maxUnavail, w.unavailable())
+}
+
+func (w *world) settled() bool {
+	if w.op != nil {
+		return false
+	}
+	for _, c := range w.components {
+		for _, pl := range c.Placements {
+			if len(pl.Pods) != int(pl.Replicas) {
+				return false
+			}
+			for _, p := range pl.Pods {
+				if !p.Ready || p.Terminating || p.Revision != pl.Revision {
+					return false
+				}
+			}
+		}
+	}
+	return true
+}
+
+func (w *world) run(t *testing.T, limit int) {
+	for i := 0; i < limit; i++ {
+		if w.settled() {
+			// One more reconcile must agree that nothing is left to do.
+			plan := Next(State{Name: "demo", Components: w.observe(), Operation: w.op, Now: time.Unix(int64(w.tick), 0)})
+			if plan.Operation == nil && len(plan.Create) == 0 && plan.Delete == nil {
+				return
+			}
+		}
+		w.step(t)
+	}
+	plan := Next(State{Name: "demo", Components: w.observe(), Operation: w.op, Now: time.Unix(int64(w.tick), 0)})
+	t.Fatalf("not settled after %d ticks: op %+v; plan %+v; world %+v", limit, w.op, plan, w.components)
+}
+
+// randomSpec makes 1-3 components over 1-3 members with 0-4 replicas each.
+func randomSpec(rng *rand.Rand) []Component {
+	members := []string{"k8s-a", "k8s-b", "k8s-c"}[:1+rng.IntN(3)]
+	var out []Component
+	for ci := range 1 + rng.IntN(3) {
+		c := Component{Name: fmt.Sprintf("c%d", ci)}
+		for _, m := range members {
+			c.Placements = append(c.Placements, Placement{Member: m, Replicas: int32(rng.IntN(5)), Revision: "r1", Connected: true})
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+// TestSimulatedRollouts drives the planner through initialize, upgrade and
+// scale on random topologies with crashes and lagging caches, and checks
+// the contract: once initialized, never more than one desired pod
+// unavailable; upgrades in component order, members alternating, highest
+// ordinal first; every pod keeps its name and member.
+func TestSimulatedRollouts(t *testing.T) {
+	for seed := uint64(1); seed <= 300; seed++ {
+		rng := rand.New(rand.NewPCG(seed, 0))
+		spec := randomSpec(rng)
+		t.Run(fmt.Sprint(seed), func(t *testing.T) {
+			w := newWorld(seed, spec)
+			w.run(t, 2000)
+			w.begin()
+
+			// Upgrade every placement.
+			before := map[string]string{}
+			for i := range w.components {
+				for j := range w.components[i].Placements {
+					pl := &w.components[i].Placements[j]
+					pl.Revision = "r2"
+					for _, p := range pl.Pods {
+						before[p.Name] = pl.Member
+					}
+				}
+			}
+			w.deletions = nil
+			w.run(t, 5000)
+			assert.LessOrEqual(t, w.maxUnavail, 1, "more than one desired pod unavailable during the upgrade")
+			after := map[string]string{}
+			for _, c := range w.components {
+				for _, pl := range c.Placements {
+					for _, p := range pl.Pods {
+						after[p.Name] = pl.Member
+					}
+				}
+			}
+			assert.Equal(t, before, after, "every pod keeps its name and member")
+			assert.Equal(t, expectedUpgradeOrder(spec), w.deletions, "upgrade order")
+
+			// Scale every placement to a new random size.
+			w.begin()
+			for i := range w.components {
+				for j := range w.components[i].Placements {
+					w.components[i].Placements[j].Replicas = int32(rng.IntN(5))
+				}
+			}
+			w.run(t, 5000)
+			assert.LessOrEqual(t, w.maxUnavail, 1, "more than one desired pod unavailable during scaling")
+		})
+	}
+}
+
+// expectedUpgradeOrder is the contract's order for a federation initialized
+// from spec (ordinals handed out in topology order): components in order;
+// members alternate in topology order; highest ordinal first in a member.
+func expectedUpgradeOrder(spec []Component) []string {
+	var out []string
+	for _, c := range spec {
+		queues := make([][]string, len(c.Placements))
+		next := 0
+		for j, pl := range c.Placements {
+			for k := 0; k < int(pl.Replicas); k++ {
+				queues[j] = append([]string{pl.Member + "/" + PodName("demo", c.Name, next)}, queues[j]...)
+				next++
+			}
+		}
+		for left := true; left; {
+			left = false
+			for j := range queues {
+				if len(queues[j]) > 0 {
+					out = append(out, queues[j][0])
+					queues[j] = queues[j][1:]
+					left = true
+				}
+			}
+		}
+	}
+	return out
+}
