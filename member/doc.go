@@ -1,9 +1,37 @@
-// Package member will turn member cluster registrations (Secrets holding
-// kubeconfigs, on the host) into validated rest.Configs and one
-// controller-runtime cluster.Cluster (an informer cache) per member, probe
-// their health, and replace a member's cache when its kubeconfig changes.
+// Package member turns member cluster registrations into one running
+// controller-runtime cluster.Cluster (an informer cache and a client) per
+// member cluster, and keeps each one healthy, current and observable.
 //
-// Kubeconfigs are untrusted input: it must refuse exec plugins, auth
-// providers and file references unless the operator allows them. It knows
-// nothing of FederationClusters.
+// A member cluster is registered on the host cluster by a Secret in the
+// registry's namespace (default fedop-system) labelled
+// fedop.io/member-cluster=true, whose data key "kubeconfig" (or "value",
+// Cluster API's format) holds a kubeconfig. The Secret's name is the
+// member's name and must be a DNS-1123 label.
+//
+// What it does:
+//
+//   - ParseKubeconfig validates a kubeconfig as untrusted input: no exec
+//     plugins, auth providers, basic auth or file references unless the
+//     operator allows them, and never insecure TLS or a non-https server.
+//   - Registry.SetupWithManager adds, to the host's manager, a controller
+//     for the registration Secrets and a Runnable that probes /readyz of
+//     every member. Each member runs under its own context, a child of the
+//     registry's, so a member's lifetime is a context's lifetime (the
+//     pattern of multicluster-runtime's kubeconfig provider). A changed
+//     kubeconfig (by sha256) starts and syncs a new cluster before the old
+//     one stops; a refused one stops it; a removed Secret forgets it.
+//   - Registry.Get, State and Names answer the federation controller;
+//     Registry.Source feeds a host controller with the events of every
+//     member cache and with member state changes.
+//   - The gauge fedop_member_connected{member} in controller-runtime's
+//     metrics registry says which members are connected.
+//
+// What it must not do: know anything of FederationClusters or any fedop
+// API type; write to member clusters (callers write with Get's client);
+// retry in loops of its own (a member that fails to start is retried by
+// the controller's rate-limited requeue, and one that fails probes keeps
+// its cache, whose informers reconnect by themselves, as in Cluster API's
+// clustercache); block one member on another (starts are bounded by
+// Options.SyncTimeout and run concurrently, probes are bounded and
+// concurrent); or call out while holding its lock.
 package member

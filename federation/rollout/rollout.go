@@ -186,13 +186,18 @@ func outdated(pl *Placement, pod *Pod) bool {
 	return pl.Revision != "" && !pod.Terminating && pod.Revision != pl.Revision
 }
 
-// needed returns the operation the observed state calls for, or "".
+// needed returns the operation the observed state calls for, or "". A
+// disconnected member's pods are unknown, not missing: they call for
+// nothing until the member is back.
 func (p *planner) needed() v1alpha1.OperationType {
 	var pods, desired int
 	scale, upgrade := false, false
 	for ci := range p.Components {
 		for pi := range p.Components[ci].Placements {
 			pl := &p.Components[ci].Placements[pi]
+			if !pl.Connected {
+				continue
+			}
 			pods += len(pl.Pods)
 			desired += int(pl.Replicas)
 			if len(live(pl)) != int(pl.Replicas) {

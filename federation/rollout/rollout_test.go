@@ -339,6 +339,12 @@ func TestNext(t *testing.T) {
 			wantCreate: []string{"a/demo-pd-1"},
 		},
 		{
+			name: "a disconnected member's pods are unknown, not missing: no operation is taken",
+			state: state(nil, Component{Name: "pd", Placements: []Placement{
+				placement("a", 1, "r1", pods("pd", "r1", 0)...), disconnected(placement("b", 2, "r1"))}}),
+			wantMessage: "every pod",
+		},
+		{
 			name:        "an unknown operation type is dropped",
 			state:       state(&v1alpha1.Operation{Type: "Rebalance"}, Component{Name: "pd", Placements: []Placement{placement("a", 1, "r1", pods("pd", "r1", 0)...)}}),
 			wantMessage: "dropped unknown operation",

@@ -1,0 +1,129 @@
+// Command fedop-manager runs fedop: the member registry (one informer cache
+// per member cluster registered as a kubeconfig Secret) and the
+// FederationCluster reconciler. It runs in-cluster or locally against the
+// cluster in $KUBECONFIG (the host).
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	"github.com/fedop-io/fedop/api/v1alpha1"
+	"github.com/fedop-io/fedop/federation"
+	"github.com/fedop-io/fedop/member"
+)
+
+func main() {
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, "error:", err)
+		os.Exit(1)
+	}
+}
+
+func run() error {
+	var (
+		metricsAddr, probeAddr, leaderElectionID, leaderElectionNamespace string
+		leaderElect                                                       bool
+		memberOpts                                                        member.Options
+		workers                                                           int
+	)
+	flag.StringVar(&metricsAddr, "metrics-bind-address", ":8080", "The address the metrics endpoint binds to; \"0\" disables it.")
+	flag.StringVar(&probeAddr, "health-probe-bind-address", ":8081", "The address the health probe endpoint binds to; \"0\" disables it.")
+	flag.BoolVar(&leaderElect, "leader-elect", false, "Enable leader election, so that only one manager is active at a time.")
+	flag.StringVar(&leaderElectionID, "leader-election-id", "fedop-manager.fedop.io", "The name of the leader election Lease.")
+	flag.StringVar(&leaderElectionNamespace, "leader-election-namespace", "", "The namespace of the leader election Lease; empty means the manager's own namespace in-cluster (fedop-system when run locally).")
+	flag.StringVar(&memberOpts.Namespace, "member-namespace", member.DefaultNamespace, "The host namespace of member cluster Secrets (label fedop.io/member-cluster=true, kubeconfig in data key kubeconfig or value).")
+	flag.BoolVar(&memberOpts.AllowExecKubeconfigs, "allow-exec-kubeconfigs", false, "Allow member kubeconfigs to use exec plugins, auth providers, basic auth and file references. Kubeconfig Secrets are untrusted input: leave this off unless every Secret's author is trusted with this process's privileges.")
+	flag.DurationVar(&memberOpts.ProbePeriod, "member-probe-period", 10*time.Second, "How often each member's /readyz is probed; three failures in a row mark it disconnected.")
+	flag.DurationVar(&memberOpts.SyncTimeout, "member-sync-timeout", 30*time.Second, "How long one member's cache may take to start and sync.")
+	flag.IntVar(&workers, "max-concurrent-reconciles", 4, "How many FederationClusters are reconciled in parallel.")
+	zapOpts := zap.Options{Development: false}
+	zapOpts.BindFlags(flag.CommandLine)
+	flag.Parse()
+	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
+	log := ctrl.Log.WithName("setup")
+
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		return err
+	}
+	if err := v1alpha1.AddToScheme(scheme); err != nil {
+		return err
+	}
+
+	cfg, err := ctrl.GetConfig()
+	if err != nil {
+		return fmt.Errorf("host cluster config: %w", err)
+	}
+	if leaderElect && leaderElectionNamespace == "" {
+		if _, err := os.Stat("/var/run/secrets/kubernetes.io/serviceaccount/namespace"); err != nil {
+			leaderElectionNamespace = member.DefaultNamespace
+		}
+	}
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:                        scheme,
+		Metrics:                       metricsserver.Options{BindAddress: metricsAddr},
+		HealthProbeBindAddress:        probeAddr,
+		LeaderElection:                leaderElect,
+		LeaderElectionID:              leaderElectionID,
+		LeaderElectionNamespace:       leaderElectionNamespace,
+		LeaderElectionReleaseOnCancel: true,
+		Cache: cache.Options{
+			// The manager reads Secrets only where members are registered,
+			// and only registration Secrets: its RBAC allows no more.
+			ByObject: map[client.Object]cache.ByObject{
+				&corev1.Secret{}: {
+					Namespaces: map[string]cache.Config{memberOpts.Namespace: {}},
+					Label:      labels.SelectorFromSet(labels.Set{member.LabelMemberCluster: "true"}),
+				},
+			},
+		},
+	})
+	if err != nil {
+		return fmt.Errorf("creating the manager: %w", err)
+	}
+
+	memberOpts.Scheme = scheme
+	registry := member.NewRegistry(memberOpts)
+	if err := registry.SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("setting up the member registry: %w", err)
+	}
+	hostname, _ := os.Hostname()
+	rec := &federation.Reconciler{
+		Client:   mgr.GetClient(),
+		Members:  registry,
+		Recorder: mgr.GetEventRecorder("fedop-manager"),
+		Identity: fmt.Sprintf("%s_%d", hostname, os.Getpid()),
+		Source: func(objMap func(string, client.Object) []reconcile.Request, memberMap func(string) []reconcile.Request) source.Source {
+			return registry.Source(objMap, memberMap)
+		},
+		MaxConcurrentReconciles: workers,
+	}
+	ctx := ctrl.SetupSignalHandler()
+	if err := rec.SetupWithManager(ctx, mgr); err != nil {
+		return fmt.Errorf("setting up the FederationCluster controller: %w", err)
+	}
+	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
+		return err
+	}
+	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
+		return err
+	}
+	log.Info("Starting fedop-manager", "memberNamespace", memberOpts.Namespace, "allowExecKubeconfigs", memberOpts.AllowExecKubeconfigs, "identity", rec.Identity)
+	return mgr.Start(ctx)
+}

@@ -1,0 +1,178 @@
+package federation
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"maps"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/fedop-io/fedop/api/v1alpha1"
+)
+
+// revisionLength is the number of hex characters of a revision: 40 bits,
+// as short as a StatefulSet's controller-revision suffix is readable.
+const revisionLength = 10
+
+// EffectiveTemplate returns the pod template of one placement: the
+// component's template with the placement's overrides applied. Labels,
+// annotations and the node selector are merged, the placement winning on a
+// shared key; each env variable replaces the one of the same name in every
+// container and init container, or is appended; image replaces the first
+// container's image. The component's template is not modified.
+func EffectiveTemplate(c *v1alpha1.Component, p *v1alpha1.Placement) *corev1.PodTemplateSpec {
+	t := c.Template.DeepCopy()
+	t.Labels = merge(t.Labels, p.Labels)
+	t.Annotations = merge(t.Annotations, p.Annotations)
+	t.Spec.NodeSelector = merge(t.Spec.NodeSelector, p.NodeSelector)
+	for _, containers := range [][]corev1.Container{t.Spec.InitContainers, t.Spec.Containers} {
+		for i := range containers {
+			containers[i].Env = setEnv(containers[i].Env, p.Env)
+		}
+	}
+	if p.Image != "" && len(t.Spec.Containers) > 0 {
+		t.Spec.Containers[0].Image = p.Image
+	}
+	return t
+}
+
+func merge(base, over map[string]string) map[string]string {
+	if len(over) == 0 {
+		return base
+	}
+	out := make(map[string]string, len(base)+len(over))
+	maps.Copy(out, base)
+	maps.Copy(out, over)
+	return out
+}
+
+func setEnv(env, set []corev1.EnvVar) []corev1.EnvVar {
+	for _, v := range set {
+		replaced := false
+		for i := range env {
+			if env[i].Name == v.Name {
+				env[i], replaced = *v.DeepCopy(), true
+			}
+		}
+		if !replaced {
+			env = append(env, *v.DeepCopy())
+		}
+	}
+	return env
+}
+
+// Revision returns the deterministic hash of a pod template: the first 10
+// hex characters of the sha256 of its JSON encoding. encoding/json writes
+// struct fields in declaration order and map keys sorted, so equal
+// templates hash equally; fields left empty are omitted, so a newer API
+// version that adds fields does not change the revision of existing
+// templates.
+func Revision(t *corev1.PodTemplateSpec) (string, error) {
+	data, err := json.Marshal(t)
+	if err != nil {
+		return "", fmt.Errorf("encoding pod template: %w", err)
+	}
+	sum := sha256.Sum256(data)
+	return hex.EncodeToString(sum[:])[:revisionLength], nil
+}
+
+// ServiceName is the name of component's headless Service in every member
+// that hosts it: <fc>-<component>.
+func ServiceName(fc *v1alpha1.FederationCluster, component string) string {
+	return fc.Name + "-" + component
+}
+
+// ownedLabels are the labels of every object fedop creates for component
+// of fc in member.
+func ownedLabels(fc *v1alpha1.FederationCluster, component, member string) map[string]string {
+	return map[string]string{
+		v1alpha1.LabelManagedBy: v1alpha1.ManagedBy,
+		v1alpha1.LabelInstance:  fc.Name,
+		v1alpha1.LabelComponent: component,
+		v1alpha1.LabelMember:    member,
+	}
+}
+
+// instanceSelector selects every object fedop created for fc in a member.
+func instanceSelector(fc *v1alpha1.FederationCluster) client.MatchingLabels {
+	return client.MatchingLabels{v1alpha1.LabelManagedBy: v1alpha1.ManagedBy, v1alpha1.LabelInstance: fc.Name}
+}
+
+// desiredPod returns pod name of component c in member p.Member, built
+// from the placement's effective template t at revision rev. fedop's
+// labels win over the template's. The pod's hostname and subdomain give it
+// the stable DNS name <pod>.<fc>-<component>.<namespace>.svc.
+func desiredPod(fc *v1alpha1.FederationCluster, c *v1alpha1.Component, p *v1alpha1.Placement, t *corev1.PodTemplateSpec, rev, name string) *corev1.Pod {
+	labels := merge(t.Labels, ownedLabels(fc, c.Name, p.Member))
+	labels[v1alpha1.LabelRevision] = rev
+	pod := &corev1.Pod{
+		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
+		ObjectMeta: metav1.ObjectMeta{
+			Name:        name,
+			Namespace:   fc.Namespace,
+			Labels:      labels,
+			Annotations: t.Annotations,
+		},
+		Spec: *t.Spec.DeepCopy(),
+	}
+	pod.Spec.Hostname = name
+	pod.Spec.Subdomain = ServiceName(fc, c.Name)
+	return pod
+}
+
+// desiredService returns component c's headless Service for member. It
+// publishes not-ready addresses so that pods of a stateful system find each
+// other while they start.
+func desiredService(fc *v1alpha1.FederationCluster, c *v1alpha1.Component, member string) *corev1.Service {
+	selector := map[string]string{
+		v1alpha1.LabelManagedBy: v1alpha1.ManagedBy,
+		v1alpha1.LabelInstance:  fc.Name,
+		v1alpha1.LabelComponent: c.Name,
+	}
+	var ports []corev1.ServicePort
+	for _, ctr := range c.Template.Spec.Containers {
+		for _, port := range ctr.Ports {
+			if port.Name == "" {
+				continue // a Service with several ports needs every port named
+			}
+			ports = append(ports, corev1.ServicePort{Name: port.Name, Port: port.ContainerPort, Protocol: port.Protocol})
+		}
+	}
+	return &corev1.Service{
+		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Service"},
+		ObjectMeta: metav1.ObjectMeta{
+			Name:      ServiceName(fc, c.Name),
+			Namespace: fc.Namespace,
+			Labels:    ownedLabels(fc, c.Name, member),
+		},
+		Spec: corev1.ServiceSpec{
+			ClusterIP:                corev1.ClusterIPNone,
+			Selector:                 selector,
+			Ports:                    ports,
+			PublishNotReadyAddresses: true,
+		},
+	}
+}
+
+// applyConfiguration turns a typed object into a server-side apply
+// configuration holding only the fields fedop sets: a typed struct would
+// also send its zero values (creationTimestamp: null, an empty status) and
+// claim them.
+func applyConfiguration(obj runtime.Object, gvk schema.GroupVersionKind) (runtime.ApplyConfiguration, error) {
+	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+	if err != nil {
+		return nil, fmt.Errorf("converting %s: %w", gvk.Kind, err)
+	}
+	u := &unstructured.Unstructured{Object: m}
+	unstructured.RemoveNestedField(u.Object, "metadata", "creationTimestamp")
+	unstructured.RemoveNestedField(u.Object, "status")
+	u.SetGroupVersionKind(gvk)
+	return client.ApplyConfigurationFromUnstructured(u), nil
+}

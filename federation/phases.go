@@ -1,0 +1,200 @@
+package federation
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/fedop-io/fedop/api/v1alpha1"
+	"github.com/fedop-io/fedop/federation/rollout"
+)
+
+// act carries out plan in the members, after the status write recorded it:
+// headless Services first (pods find each other through them), then the
+// planned creations, then the one deletion. Creations and the deletion are
+// recorded as expectations, so a reconcile that runs before the caches
+// catch up waits rather than writing again.
+func (r *Reconciler) act(ctx context.Context, fc *v1alpha1.FederationCluster, obs *observation, plan rollout.Plan) error {
+	var errs []error
+	if err := r.syncServices(ctx, fc, obs); err != nil {
+		errs = append(errs, err)
+	}
+	key := client.ObjectKeyFromObject(fc)
+	for _, ref := range plan.Create {
+		if err := r.createPod(ctx, fc, obs, ref); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		r.expectations.expectCreate(key, ref, obs.now)
+	}
+	if d := plan.Delete; d != nil {
+		mv := obs.members[d.Member]
+		if mv == nil || mv.cluster == nil {
+			return errors.Join(append(errs, fmt.Errorf("deleting pod %s: member %s is not connected", d.Name, d.Member))...)
+		}
+		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: d.Name, Namespace: fc.Namespace}}
+		uid := d.UID
+		err := mv.cluster.GetClient().Delete(ctx, pod, client.Preconditions{UID: &uid})
+		switch {
+		case err == nil, apierrors.IsNotFound(err), apierrors.IsConflict(err):
+			// Gone already, or the name now holds another instance: this
+			// instance is gone either way.
+			r.expectations.expectDelete(key, *d, obs.now)
+			if plan.Completed != nil {
+				stepOverhead.Observe(r.now().Sub(plan.CompletedAt).Seconds())
+			}
+		default:
+			errs = append(errs, fmt.Errorf("deleting pod %s in member %s: %w", d.Name, d.Member, err))
+		}
+	}
+	if plan.Completed != nil {
+		rolloutSteps.Inc()
+	}
+	return errors.Join(errs...)
+}
+
+// createPod creates one planned pod. Pods are created, never applied: an
+// apply sent on a stale cache's word to a pod that still exists would change
+// it in place (a new image restarts its container), a disruption no step
+// accounted for. A pod that already exists is left as it is.
+func (r *Reconciler) createPod(ctx context.Context, fc *v1alpha1.FederationCluster, obs *observation, ref rollout.PodRef) error {
+	pv := obs.placement(ref.Component, ref.Member)
+	mv := obs.members[ref.Member]
+	if pv == nil || pv.spec == nil || mv == nil || mv.cluster == nil {
+		return fmt.Errorf("creating pod %s: placement %s/%s is not available", ref.Name, ref.Component, ref.Member)
+	}
+	cv := obs.component(ref.Component)
+	pod := desiredPod(fc, cv.spec, pv.spec, pv.template, pv.revision, ref.Name)
+	c := mv.cluster.GetClient()
+	err := c.Create(ctx, pod, client.FieldOwner(v1alpha1.FieldManager))
+	if apierrors.IsNotFound(err) {
+		// The namespace does not exist in this member yet.
+		if err := ensureNamespace(ctx, c, fc.Namespace); err != nil {
+			return fmt.Errorf("member %s: %w", ref.Member, err)
+		}
+		pod = desiredPod(fc, cv.spec, pv.spec, pv.template, pv.revision, ref.Name)
+		err = c.Create(ctx, pod, client.FieldOwner(v1alpha1.FieldManager))
+	}
+	if err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("creating pod %s in member %s: %w", ref.Name, ref.Member, err)
+	}
+	return nil
+}
+
+func ensureNamespace(ctx context.Context, c client.Client, name string) error {
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	if err := c.Create(ctx, ns, client.FieldOwner(v1alpha1.FieldManager)); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("creating namespace %s: %w", name, err)
+	}
+	return nil
+}
+
+// syncServices keeps one headless Service per component in every connected
+// member that hosts it, applied (server-side, field manager fedop) only when
+// missing or drifted, so a steady federation costs no writes. A Service of a
+// component a member no longer hosts is deleted once its pods are gone.
+func (r *Reconciler) syncServices(ctx context.Context, fc *v1alpha1.FederationCluster, obs *observation) error {
+	var errs []error
+	for _, cv := range obs.components {
+		for _, pv := range cv.placements {
+			mv := obs.members[pv.member]
+			if mv.cluster == nil {
+				continue
+			}
+			c := mv.cluster.GetClient()
+			hosts := pv.spec != nil && pv.spec.Replicas > 0
+			switch {
+			case hosts && (pv.service == nil || serviceDrifted(pv.service, desiredService(fc, cv.spec, pv.member))):
+				if pv.service == nil {
+					if err := ensureNamespace(ctx, c, fc.Namespace); err != nil {
+						errs = append(errs, fmt.Errorf("member %s: %w", pv.member, err))
+						continue
+					}
+				}
+				ac, err := applyConfiguration(desiredService(fc, cv.spec, pv.member), corev1.SchemeGroupVersion.WithKind("Service"))
+				if err == nil {
+					err = c.Apply(ctx, ac, client.FieldOwner(v1alpha1.FieldManager), client.ForceOwnership)
+				}
+				if err != nil {
+					errs = append(errs, fmt.Errorf("applying service %s in member %s: %w", ServiceName(fc, cv.name), pv.member, err))
+				}
+			case !hosts && pv.service != nil && len(pv.pods) == 0:
+				uid := pv.service.UID
+				err := c.Delete(ctx, pv.service, client.Preconditions{UID: &uid})
+				if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+					errs = append(errs, fmt.Errorf("deleting service %s in member %s: %w", pv.service.Name, pv.member, err))
+				}
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// serviceDrifted reports whether the fields fedop owns in a Service differ
+// from what it wants. Fields other controllers set are not compared.
+func serviceDrifted(have, want *corev1.Service) bool {
+	if have.Spec.ClusterIP != corev1.ClusterIPNone || !have.Spec.PublishNotReadyAddresses ||
+		!equality.Semantic.DeepEqual(have.Spec.Selector, want.Spec.Selector) {
+		return true
+	}
+	type port struct {
+		name string
+		port int32
+	}
+	var hp, wp []port
+	for _, p := range have.Spec.Ports {
+		hp = append(hp, port{p.Name, p.Port})
+	}
+	for _, p := range want.Spec.Ports {
+		wp = append(wp, port{p.Name, p.Port})
+	}
+	return !slices.Equal(hp, wp)
+}
+
+// recordTransitions records events for what this reconcile changed, after
+// its status write succeeded: an operation started or completed, a step
+// completed, a member disconnected or reconnected.
+func (r *Reconciler) recordTransitions(fc *v1alpha1.FederationCluster, before *v1alpha1.FederationClusterStatus, plan rollout.Plan, obs *observation) {
+	if r.Recorder == nil {
+		return
+	}
+	prev, next := before.Operation, plan.Operation
+	if c := plan.Completed; c != nil && prev != nil {
+		switch {
+		case prev.Type == v1alpha1.OperationUpgrade:
+			r.Recorder.Eventf(fc, nil, corev1.EventTypeNormal, "PodReplaced", "Upgrade", "Pod %s in member %s replaced at revision %s", c.Name, c.Member, c.Revision)
+		case prev.PodUID != "":
+			r.Recorder.Eventf(fc, nil, corev1.EventTypeNormal, "PodRemoved", "Scale", "Pod %s removed from member %s", c.Name, c.Member)
+		default:
+			r.Recorder.Eventf(fc, nil, corev1.EventTypeNormal, "PodAdded", "Scale", "Pod %s added to member %s", c.Name, c.Member)
+		}
+	}
+	switch {
+	case prev == nil && next != nil:
+		r.Recorder.Eventf(fc, nil, corev1.EventTypeNormal, "OperationStarted", string(next.Type), "%s started: %s", next.Type, plan.Message)
+	case prev != nil && next == nil:
+		r.Recorder.Eventf(fc, nil, corev1.EventTypeNormal, "OperationCompleted", string(prev.Type), "%s completed: %s", prev.Type, plan.Message)
+	case prev != nil && next != nil && prev.Type != next.Type:
+		r.Recorder.Eventf(fc, nil, corev1.EventTypeNormal, "OperationStarted", string(next.Type), "%s started: %s", next.Type, plan.Message)
+	}
+	was := map[string]bool{}
+	for _, m := range before.Members {
+		was[m.Name] = m.Connected
+	}
+	for name, mv := range obs.members {
+		connected, known := was[name]
+		switch {
+		case mv.cluster == nil && (connected || !known):
+			r.Recorder.Eventf(fc, nil, corev1.EventTypeWarning, "MemberDisconnected", "Observe", "Member cluster %s is not connected: %s", name, memberMessage(mv))
+		case mv.cluster != nil && known && !connected:
+			r.Recorder.Eventf(fc, nil, corev1.EventTypeNormal, "MemberConnected", "Observe", "Member cluster %s is connected", name)
+		}
+	}
+}

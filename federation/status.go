@@ -1,0 +1,202 @@
+package federation
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/fedop-io/fedop/api/v1alpha1"
+	"github.com/fedop-io/fedop/federation/rollout"
+)
+
+// computeStatus returns fc's status from what was observed and planned. It
+// is a plain function of its inputs: the reconciler writes its result once,
+// before acting (acknowledge, then act). The operation is the plan's, with
+// holder set to the writing manager.
+func computeStatus(fc *v1alpha1.FederationCluster, obs *observation, state rollout.State, plan rollout.Plan, holder string) v1alpha1.FederationClusterStatus {
+	st := v1alpha1.FederationClusterStatus{
+		ObservedGeneration: fc.Generation,
+		Conditions:         slices.Clone(fc.Status.Conditions),
+	}
+	if plan.Operation != nil {
+		st.Operation = plan.Operation.DeepCopy()
+		st.Operation.Holder = holder
+	}
+
+	var missing, disconnected []string
+	for _, name := range memberNames(fc) {
+		mv := obs.members[name]
+		ms := v1alpha1.MemberStatus{Name: name, Connected: mv.cluster != nil}
+		if !mv.state.LastProbeTime.IsZero() {
+			t := metav1.NewTime(mv.state.LastProbeTime)
+			ms.LastProbeTime = &t
+		}
+		if !ms.Connected {
+			ms.Message = memberMessage(mv)
+			if mv.state.Registered {
+				disconnected = append(disconnected, name)
+			} else {
+				missing = append(missing, name)
+			}
+		}
+		st.Members = append(st.Members, ms)
+	}
+
+	for ci, cv := range obs.components {
+		cs := v1alpha1.ComponentStatus{Name: cv.name}
+		unknown := false
+		for pi, pv := range cv.placements {
+			rp := state.Components[ci].Placements[pi]
+			ps := placementStatus(pv, rp)
+			if pv.spec == nil && len(rp.Pods) == 0 && rp.Connected {
+				continue // drained: forget the member
+			}
+			if !rp.Connected && (ps.Replicas > 0 || len(rp.Pods) > 0) {
+				unknown = true
+			}
+			cs.Replicas += ps.Replicas
+			cs.ReadyReplicas += ps.ReadyReplicas
+			cs.UpdatedReplicas += ps.UpdatedReplicas
+			cs.Members = append(cs.Members, ps)
+		}
+		if cv.spec == nil && len(cs.Members) == 0 {
+			continue // a dropped component, drained
+		}
+		cs.Rollout = rolloutPhase(cs, unknown)
+		st.Replicas += cs.Replicas
+		st.ReadyReplicas += cs.ReadyReplicas
+		st.UpdatedReplicas += cs.UpdatedReplicas
+		st.Components = append(st.Components, cs)
+	}
+
+	setCondition(&st, fc.Generation, membersConnected(missing, disconnected))
+	setCondition(&st, fc.Generation, ready(st, missing, disconnected, plan))
+	setCondition(&st, fc.Generation, progressing(fc, plan))
+	return st
+}
+
+func memberMessage(mv *memberView) string {
+	msg := mv.state.Message
+	if msg == "" && mv.state.Reason != "" {
+		msg = mv.state.Reason
+	}
+	if msg == "" {
+		msg = "not connected"
+	}
+	if len(msg) > 1024 {
+		msg = msg[:1021] + "..."
+	}
+	return msg
+}
+
+// placementStatus counts one placement's pods. A terminating pod counts as
+// neither ready nor updated: it is on its way out.
+func placementStatus(pv *placementView, rp rollout.Placement) v1alpha1.PlacementStatus {
+	ps := v1alpha1.PlacementStatus{Member: pv.member, Replicas: rp.Replicas, UpdateRevision: pv.revision}
+	outdated := map[string]int{}
+	for _, p := range rp.Pods {
+		if p.Terminating || p.UID == "" {
+			continue // on its way out, or only expected
+		}
+		if p.Ready {
+			ps.ReadyReplicas++
+		}
+		if pv.revision != "" && p.Revision == pv.revision {
+			ps.UpdatedReplicas++
+		} else {
+			outdated[p.Revision]++
+		}
+	}
+	ps.CurrentRevision = pv.revision
+	best := 0
+	for rev, n := range outdated {
+		if n > best || (n == best && rev < ps.CurrentRevision) {
+			ps.CurrentRevision, best = rev, n
+		}
+	}
+	return ps
+}
+
+// rolloutPhase derives a component's phase as the seed notes do from
+// generation and revisions. The status it goes into is computed from the
+// current generation, so the notes' "generation not yet observed" case
+// shows as observedGeneration lagging metadata.generation; here Unknown
+// means a member of the component cannot be observed. Done when every desired pod exists at its update revision;
+// NotStarted when pods are outdated and none is updated yet; InProgress
+// otherwise.
+func rolloutPhase(cs v1alpha1.ComponentStatus, unknown bool) v1alpha1.RolloutPhase {
+	if unknown {
+		return v1alpha1.RolloutUnknown
+	}
+	current := true
+	for _, m := range cs.Members {
+		if m.CurrentRevision != m.UpdateRevision || m.UpdatedReplicas != m.Replicas {
+			current = false
+		}
+	}
+	switch {
+	case current:
+		return v1alpha1.RolloutDone
+	case cs.UpdatedReplicas == 0:
+		return v1alpha1.RolloutNotStarted
+	default:
+		return v1alpha1.RolloutInProgress
+	}
+}
+
+func setCondition(st *v1alpha1.FederationClusterStatus, generation int64, c metav1.Condition) {
+	c.ObservedGeneration = generation
+	meta.SetStatusCondition(&st.Conditions, c)
+}
+
+func membersConnected(missing, disconnected []string) metav1.Condition {
+	switch {
+	case len(missing) > 0:
+		return metav1.Condition{Type: v1alpha1.ConditionMembersConnected, Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonMemberNotFound,
+			Message: fmt.Sprintf("no registered member cluster (Secret) named %s", strings.Join(missing, ", "))}
+	case len(disconnected) > 0:
+		return metav1.Condition{Type: v1alpha1.ConditionMembersConnected, Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonMemberDisconnected,
+			Message: fmt.Sprintf("member cluster %s is not connected", strings.Join(disconnected, ", "))}
+	}
+	return metav1.Condition{Type: v1alpha1.ConditionMembersConnected, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonConnected, Message: "every member cluster is connected"}
+}
+
+func ready(st v1alpha1.FederationClusterStatus, missing, disconnected []string, plan rollout.Plan) metav1.Condition {
+	c := metav1.Condition{Type: v1alpha1.ConditionReady, Status: metav1.ConditionFalse}
+	switch {
+	case len(missing) > 0:
+		c.Reason, c.Message = v1alpha1.ReasonMemberNotFound, fmt.Sprintf("no registered member cluster (Secret) named %s", strings.Join(missing, ", "))
+	case len(disconnected) > 0:
+		c.Reason, c.Message = v1alpha1.ReasonMemberDisconnected, fmt.Sprintf("member cluster %s is not connected", strings.Join(disconnected, ", "))
+	case plan.Operation != nil && plan.Operation.Type == v1alpha1.OperationInitialize:
+		c.Reason, c.Message = v1alpha1.ReasonInitializing, plan.Message
+	case st.ReadyReplicas < st.Replicas:
+		c.Reason, c.Message = v1alpha1.ReasonPodsUnavailable, fmt.Sprintf("%d of %d pods are ready", st.ReadyReplicas, st.Replicas)
+	default:
+		c.Status, c.Reason, c.Message = metav1.ConditionTrue, v1alpha1.ReasonAvailable, fmt.Sprintf("%d of %d pods are ready", st.ReadyReplicas, st.Replicas)
+	}
+	return c
+}
+
+func progressing(fc *v1alpha1.FederationCluster, plan rollout.Plan) metav1.Condition {
+	c := metav1.Condition{Type: v1alpha1.ConditionProgressing, Status: metav1.ConditionTrue, Message: plan.Message}
+	switch {
+	case plan.Operation == nil:
+		c.Status, c.Reason = metav1.ConditionFalse, v1alpha1.ReasonComplete
+	case fc.Spec.Paused && plan.Delete == nil && len(plan.Create) == 0:
+		c.Status, c.Reason = metav1.ConditionFalse, v1alpha1.ReasonPaused
+	default:
+		c.Reason = map[v1alpha1.OperationType]string{
+			v1alpha1.OperationInitialize: v1alpha1.ReasonInitializing,
+			v1alpha1.OperationScale:      v1alpha1.ReasonScaling,
+			v1alpha1.OperationUpgrade:    v1alpha1.ReasonUpgrading,
+		}[plan.Operation.Type]
+	}
+	if len(c.Message) > 32768 {
+		c.Message = c.Message[:32765] + "..."
+	}
+	return c
+}

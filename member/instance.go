@@ -1,0 +1,155 @@
+package member
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/cluster"
+)
+
+// Client settings of every member cluster. client-go's defaults (5 QPS, 10
+// burst) are sized for kubectl; one operator serving a member's
+// reconciles needs more, but not enough to crowd out the member's own
+// controllers.
+const (
+	memberQPS   = 50
+	memberBurst = 100
+)
+
+// errStopped is returned when a member would start after the manager
+// stopped.
+var errStopped = errors.New("the member registry is stopped")
+
+// instance is one running cluster.Cluster of a member, built from one
+// kubeconfig. Its lifetime is its context's: cancel stops its cache.
+// A member gets a new instance when its kubeconfig changes.
+type instance struct {
+	name string
+	// hash is the hex sha256 of the kubeconfig bytes it was built from.
+	hash    string
+	cluster cluster.Cluster
+	// informers are the informers of Options.Objects, in that order.
+	informers []cache.Informer
+	// prober sends the /readyz probes, over the cluster's HTTP client.
+	prober rest.Interface
+	// ctx is the instance's context; it ends when the instance stops.
+	ctx    context.Context
+	cancel context.CancelFunc
+	// lastSink is the id of the last sink that was started when the
+	// instance added its event handlers: sinks with a greater id are
+	// attached when it is published.
+	lastSink uint64
+}
+
+// stop cancels the instance's context. It does not wait: the cache stops
+// on its own and stopAll waits for it at shutdown.
+func (in *instance) stop() {
+	in.cancel()
+}
+
+// start builds, starts and syncs a new instance for member name from cfg,
+// within Options.SyncTimeout. hash identifies the kubeconfig cfg came from.
+// On error nothing of the instance keeps running.
+func (r *Registry) start(name, hash string, cfg *rest.Config) (*instance, error) {
+	cfg = rest.CopyConfig(cfg)
+	// The member's audit log then says which member connection of fedop
+	// made a request.
+	cfg.UserAgent = "fedop-member-cluster/" + name
+	cfg.QPS, cfg.Burst = memberQPS, memberBurst
+
+	log := r.log.WithValues("member", name)
+	// The member's context is a child of the registry's, not of the
+	// reconcile's: the member outlives the reconcile that started it.
+	mctx, cancel := context.WithCancel(ctrl.LoggerInto(r.ctx, log))
+	cl, err := cluster.New(cfg, func(o *cluster.Options) {
+		o.Scheme = r.opts.Scheme
+		o.Logger = log
+		o.Cache.DefaultLabelSelector = r.opts.CacheSelector
+		// managedFields are large and fedop never reads them.
+		o.Cache.DefaultTransform = cache.TransformStripManagedFields()
+	})
+	if err != nil {
+		cancel()
+		return nil, fmt.Errorf("creating the cluster: %w", err)
+	}
+	prober, err := discovery.NewDiscoveryClientForConfigAndClient(cfg, cl.GetHTTPClient())
+	if err != nil {
+		cancel()
+		return nil, fmt.Errorf("creating the probe client: %w", err)
+	}
+	in := &instance{name: name, hash: hash, cluster: cl, prober: prober.RESTClient(), ctx: mctx, cancel: cancel}
+
+	// Discovery (to map the Objects to resources) does not honour a
+	// context, so the whole preparation runs aside and the wait for it is
+	// what is bounded: a member that does not answer costs SyncTimeout, not
+	// a TCP timeout per request.
+	syncCtx, cancelSync := context.WithTimeout(mctx, r.opts.SyncTimeout)
+	defer cancelSync()
+	done := make(chan error, 1)
+	go func() { done <- r.prepare(mctx, syncCtx, in) }()
+	select {
+	case err = <-done:
+	case <-syncCtx.Done():
+		err = fmt.Errorf("not started and synced within %s", r.opts.SyncTimeout)
+	}
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	return in, nil
+}
+
+// prepare creates in's informers for Options.Objects, adds the event
+// handlers of the sinks started so far, starts the cluster under mctx and
+// waits, until syncCtx ends, for its cache to sync. The informers are
+// created before the cache starts so that they are among what it syncs.
+func (r *Registry) prepare(mctx, syncCtx context.Context, in *instance) error {
+	c := in.cluster.GetCache()
+	for _, obj := range r.opts.Objects {
+		// Objects is shared by every member; the cache gets its own copy.
+		inf, err := c.GetInformer(syncCtx, obj.DeepCopyObject().(client.Object))
+		if err != nil {
+			return fmt.Errorf("creating the informer for %T: %w", obj, err)
+		}
+		in.informers = append(in.informers, inf)
+	}
+
+	sinks, last := r.snapshotSinks()
+	in.lastSink = last
+	for _, s := range sinks {
+		in.attach(s)
+	}
+
+	r.mu.Lock()
+	if r.stopped {
+		r.mu.Unlock()
+		return errStopped
+	}
+	// Added under the lock that stopAll takes before it waits, so that
+	// the Add happens before the Wait.
+	r.running.Add(1)
+	r.mu.Unlock()
+	go func() {
+		defer r.running.Done()
+		if err := in.cluster.Start(mctx); err != nil && mctx.Err() == nil {
+			ctrl.LoggerFrom(mctx).Error(err, "Member cluster stopped")
+			// Stop the instance so that a pending sync fails at once and
+			// probes do not report a cache that no longer runs as healthy.
+			in.cancel()
+		}
+	}()
+
+	if !c.WaitForCacheSync(syncCtx) {
+		if err := mctx.Err(); err != nil {
+			return fmt.Errorf("the cache stopped before it synced: %w", err)
+		}
+		return fmt.Errorf("the cache did not sync within %s", r.opts.SyncTimeout)
+	}
+	return nil
+}

@@ -1,0 +1,394 @@
+package member
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/tools/events"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/cluster"
+)
+
+const (
+	// LabelMemberCluster is the label that marks a Secret in
+	// Options.Namespace on the host as a member cluster registration. Its
+	// value must be "true"; the Secret's name is the member's name.
+	LabelMemberCluster = "fedop.io/member-cluster"
+	// KubeconfigKey is the Secret data key that holds the member's
+	// kubeconfig. It wins over KubeconfigKeyValue when both are set.
+	KubeconfigKey = "kubeconfig"
+	// KubeconfigKeyValue is the Secret data key read when KubeconfigKey is
+	// absent or empty: Cluster API writes a workload cluster's kubeconfig
+	// Secret (<cluster>-kubeconfig) with the key "value", so such a Secret
+	// can be copied and labelled as it is.
+	KubeconfigKeyValue = "value"
+	// DefaultNamespace is the host namespace searched for registration
+	// Secrets when Options.Namespace is empty.
+	DefaultNamespace = "fedop-system"
+)
+
+// Reasons are the values of State.Reason: one CamelCase word each, as the
+// Kubernetes API conventions ask of condition reasons, so that callers can
+// copy them into conditions as they are.
+const (
+	// ReasonNotRegistered: there is no registration Secret for the name.
+	ReasonNotRegistered = "NotRegistered"
+	// ReasonConnecting: the Secret was seen and the member's first cache is
+	// being started; it lasts at most Options.SyncTimeout.
+	ReasonConnecting = "Connecting"
+	// ReasonInvalidName: the Secret's name is not a DNS-1123 label, which
+	// member names must be because they are used in label values.
+	ReasonInvalidName = "InvalidName"
+	// ReasonInvalidKubeconfig: the Secret holds no kubeconfig, or one that
+	// ParseKubeconfig cannot use (ErrInvalidKubeconfig).
+	ReasonInvalidKubeconfig = "InvalidKubeconfig"
+	// ReasonKubeconfigRefused: ParseKubeconfig refused the kubeconfig as
+	// unsafe (ErrKubeconfigRefused).
+	ReasonKubeconfigRefused = "KubeconfigRefused"
+	// ReasonSyncFailed: the member's cache did not start and sync within
+	// Options.SyncTimeout.
+	ReasonSyncFailed = "SyncFailed"
+	// ReasonProbeFailed: Options.FailureThreshold probes of /readyz in a row
+	// failed.
+	ReasonProbeFailed = "ProbeFailed"
+)
+
+var (
+	// ErrNotRegistered is wrapped by Registry.Get's error when no
+	// registration Secret exists for the member.
+	ErrNotRegistered = errors.New("member cluster not registered")
+	// ErrDisconnected is wrapped by Registry.Get's error when the member is
+	// registered but not connected: its kubeconfig is invalid or refused,
+	// its cache did not sync, or its probes fail. The error's text carries
+	// State.Reason and State.Message.
+	ErrDisconnected = errors.New("member cluster not connected")
+)
+
+// The defaults of Options.
+const (
+	defaultProbePeriod      = 10 * time.Second
+	defaultFailureThreshold = 3
+	defaultSyncTimeout      = 30 * time.Second
+	// managedByLabel and managedByValue select what fedop created in member
+	// clusters (the app.kubernetes.io/managed-by recommended label), so that
+	// a member cache never holds the member's other objects.
+	managedByLabel = "app.kubernetes.io/managed-by"
+	managedByValue = "fedop"
+)
+
+// Options configures a Registry. The zero value is usable: every field has
+// a default.
+type Options struct {
+	// Namespace is the host namespace holding registration Secrets.
+	// Default DefaultNamespace.
+	Namespace string
+	// AllowExecKubeconfigs lets kubeconfigs use exec plugins, auth
+	// providers, basic auth and file references (see ParseKubeconfig).
+	// Default false: kubeconfigs are untrusted input.
+	AllowExecKubeconfigs bool
+	// ProbePeriod is how often /readyz of every connected member is probed.
+	// Each probe times out after four fifths of it. Default 10s.
+	ProbePeriod time.Duration
+	// FailureThreshold is the number of failed probes in a row that mark a
+	// member disconnected (ReasonProbeFailed). Default 3.
+	FailureThreshold int
+	// SyncTimeout bounds the start and cache sync of one member cluster.
+	// Default 30s.
+	SyncTimeout time.Duration
+	// Scheme is the scheme of every member cluster's cache and client.
+	// Default client-go's scheme.Scheme.
+	Scheme *runtime.Scheme
+	// CacheSelector restricts every informer of every member cache (the
+	// cache's DefaultLabelSelector): objects it does not match are never
+	// listed, watched or stored. Default app.kubernetes.io/managed-by=fedop.
+	CacheSelector labels.Selector
+	// Objects are the kinds whose informers every member cache creates and
+	// syncs before the member counts as connected, and whose events reach
+	// Source. Default Pod and Service. Other kinds can still be read
+	// through the member's client; their informers start on first use.
+	Objects []client.Object
+}
+
+// withDefaults returns o with every empty field set to its default.
+func (o Options) withDefaults() Options {
+	if o.Namespace == "" {
+		o.Namespace = DefaultNamespace
+	}
+	if o.ProbePeriod <= 0 {
+		o.ProbePeriod = defaultProbePeriod
+	}
+	if o.FailureThreshold <= 0 {
+		o.FailureThreshold = defaultFailureThreshold
+	}
+	if o.SyncTimeout <= 0 {
+		o.SyncTimeout = defaultSyncTimeout
+	}
+	if o.Scheme == nil {
+		o.Scheme = clientgoscheme.Scheme
+	}
+	if o.CacheSelector == nil {
+		o.CacheSelector = labels.SelectorFromSet(labels.Set{managedByLabel: managedByValue})
+	}
+	if len(o.Objects) == 0 {
+		o.Objects = []client.Object{&corev1.Pod{}, &corev1.Service{}}
+	}
+	return o
+}
+
+// State is what the Registry knows about one member cluster.
+type State struct {
+	// Name is the member's name: its registration Secret's name.
+	Name string
+	// Registered is true while a registration Secret exists.
+	Registered bool
+	// Connected is true while the member's cache is synced and its probes
+	// pass; only then does Registry.Get return its cluster.
+	Connected bool
+	// Reason is one CamelCase word (the Reason* constants) saying why the
+	// member is not connected; empty when it is.
+	Reason string
+	// Message is a human-readable detail of Reason. When connected it may
+	// say that a newer kubeconfig failed and the previous one is in use.
+	Message string
+	// LastProbeTime is when /readyz was last probed; zero before the first
+	// probe.
+	LastProbeTime time.Time
+}
+
+// Registry turns member cluster registration Secrets into one running
+// cluster.Cluster per member, probes their health and fans their events out
+// to Sources. Create it with NewRegistry and start it with SetupWithManager;
+// its methods are safe for concurrent use.
+type Registry struct {
+	opts Options
+
+	// ctx is the parent of every member's context and cancel cancels it:
+	// the registry stops every member at once when the manager stops.
+	ctx    context.Context
+	cancel context.CancelFunc
+	// running counts the goroutines running a member's cluster.Start, so
+	// that shutdown returns only when every member has stopped.
+	running sync.WaitGroup
+
+	// Set once by SetupWithManager, before the manager starts anything
+	// that reads them.
+	reader   client.Reader
+	recorder events.EventRecorder
+	log      logr.Logger
+
+	// mu guards members, sinks, lastSink and stopped, and keeps the
+	// fedop_member_connected gauge in step with members. Nothing that can
+	// block or call out (starting, syncing, cancelling or waiting for a
+	// cluster, adding event handlers, enqueueing, calling a map function)
+	// happens while it is held.
+	mu sync.Mutex
+	// members holds every registered member, by name.
+	members map[string]*member
+	// sinks holds the started Sources, by id; ids grow from 1 so that an
+	// instance can tell which sinks appeared after it added its handlers.
+	sinks    map[uint64]*sink
+	lastSink uint64
+	// stopped is set when the manager stops; no member starts after it.
+	stopped bool
+}
+
+// member is one registered member cluster.
+type member struct {
+	state State
+	// failures is the number of failed probes in a row.
+	failures int
+	// inst is the running cluster; nil when none runs (never started,
+	// failed, or stopped because its kubeconfig was refused).
+	inst *instance
+}
+
+// NewRegistry returns a Registry with opts, defaulted. Nothing runs until
+// SetupWithManager's manager starts.
+func NewRegistry(opts Options) *Registry {
+	ctx, cancel := context.WithCancel(context.Background())
+	return &Registry{
+		opts:    opts.withDefaults(),
+		ctx:     ctx,
+		cancel:  cancel,
+		log:     logr.Discard(),
+		members: map[string]*member{},
+		sinks:   map[uint64]*sink{},
+	}
+}
+
+// Get returns the cluster of the connected member name: its client reads
+// from the member's cache (restricted to Options.CacheSelector) and writes
+// directly. The error wraps ErrNotRegistered when no Secret registers name,
+// and ErrDisconnected (with the State's Reason and Message) when the member
+// is registered but not connected. The cluster stops, and must not be used
+// any more, once its kubeconfig is replaced or the member is removed; call
+// Get again on each reconcile rather than keeping it.
+func (r *Registry) Get(name string) (cluster.Cluster, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	m, ok := r.members[name]
+	if !ok {
+		return nil, fmt.Errorf("member cluster %q: %w", name, ErrNotRegistered)
+	}
+	if !m.state.Connected || m.inst == nil {
+		return nil, fmt.Errorf("member cluster %q: %w: %s: %s", name, ErrDisconnected, m.state.Reason, m.state.Message)
+	}
+	return m.inst.cluster, nil
+}
+
+// State returns what the registry knows of the member name. For a name
+// without a Secret it is State{Name: name, Reason: ReasonNotRegistered}.
+func (r *Registry) State(name string) State {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	m, ok := r.members[name]
+	if !ok {
+		return State{Name: name, Reason: ReasonNotRegistered, Message: "no registration Secret"}
+	}
+	return m.state
+}
+
+// Names returns the names of the registered members, connected or not,
+// sorted.
+func (r *Registry) Names() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	names := make([]string, 0, len(r.members))
+	for name := range r.members {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// register records that a Secret registers name, and returns true when the
+// member is new.
+func (r *Registry) register(name string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if _, ok := r.members[name]; ok {
+		return false
+	}
+	r.members[name] = &member{state: State{
+		Name:       name,
+		Registered: true,
+		Reason:     ReasonConnecting,
+		Message:    "starting the member cluster's cache",
+	}}
+	memberConnected.WithLabelValues(name).Set(0)
+	return true
+}
+
+// runs reports whether name runs a cluster built from the kubeconfig
+// whose sha256 is hash.
+func (r *Registry) runs(name, hash string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	m, ok := r.members[name]
+	// An instance whose cache stopped on its own is not running: the
+	// next reconcile of its Secret starts a new one.
+	return ok && m.inst != nil && m.inst.hash == hash && m.inst.ctx.Err() == nil
+}
+
+// refuse records that name's registration cannot be used (reason, message)
+// and takes its running cluster out of the registry: the registration no
+// longer says how to reach the member, so the old credentials must not keep
+// being used. It returns that cluster, for the caller to stop outside the
+// lock, and whether the member's Connected or Reason changed.
+func (r *Registry) refuse(name, reason, message string) (old *instance, changed bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	m, ok := r.members[name]
+	if !ok {
+		return nil, false
+	}
+	old = m.inst
+	changed = m.state.Connected || m.state.Reason != reason || old != nil
+	m.inst = nil
+	m.failures = 0
+	m.state = State{Name: name, Registered: true, Reason: reason, Message: message, LastProbeTime: m.state.LastProbeTime}
+	memberConnected.WithLabelValues(name).Set(0)
+	return old, changed
+}
+
+// syncFailed records that a new cluster for name did not sync, and returns
+// whether the member's Reason changed. A running cluster is kept, as a
+// transient failure to reach the member must not take down what works; the
+// message says so.
+func (r *Registry) syncFailed(name string, err error) (changed bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	m, ok := r.members[name]
+	if !ok {
+		return false
+	}
+	if m.inst != nil {
+		m.state.Message = fmt.Sprintf("the changed kubeconfig did not sync, still using the previous one: %v", err)
+		return false
+	}
+	changed = m.state.Connected || m.state.Reason != ReasonSyncFailed
+	m.state.Connected = false
+	m.state.Reason = ReasonSyncFailed
+	m.state.Message = err.Error()
+	memberConnected.WithLabelValues(name).Set(0)
+	return changed
+}
+
+// publish makes inst name's cluster and returns the one it replaces (to be
+// stopped outside the lock) and the sinks started after inst added its
+// handlers (to be attached outside the lock). ok is false when inst must
+// not run: the registry stopped, or the member was removed.
+func (r *Registry) publish(name string, inst *instance) (old *instance, missing []*sink, ok bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	m, found := r.members[name]
+	if r.stopped || !found {
+		return nil, nil, false
+	}
+	old = m.inst
+	m.inst = inst
+	m.failures = 0
+	m.state = State{Name: name, Registered: true, Connected: true, LastProbeTime: m.state.LastProbeTime}
+	memberConnected.WithLabelValues(name).Set(1)
+	for id, s := range r.sinks {
+		if id > inst.lastSink {
+			missing = append(missing, s)
+		}
+	}
+	return old, missing, true
+}
+
+// remove forgets name and returns its running cluster, for the caller to
+// stop outside the lock; ok is false when name was not registered.
+func (r *Registry) remove(name string) (old *instance, ok bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	m, ok := r.members[name]
+	if !ok {
+		return nil, false
+	}
+	delete(r.members, name)
+	memberConnected.DeleteLabelValues(name)
+	return m.inst, true
+}
+
+// stopAll stops every member and waits for their caches to stop. It runs
+// once, when the manager stops; no member starts after it.
+func (r *Registry) stopAll() {
+	r.mu.Lock()
+	r.stopped = true
+	r.mu.Unlock()
+	// Every member's context is a child of r.ctx, including those still
+	// starting.
+	r.cancel()
+	r.running.Wait()
+}
