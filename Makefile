@@ -84,6 +84,40 @@ lab-status: ## List the lab's clusters and whether they answer.
 
 ##@ Development
 
+CONTROLLER_GEN := $(BIN)/controller-gen
+KUBECTL := $(BIN)/kubectl
+
+.PHONY: manifests
+manifests: $(CONTROLLER_GEN) ## Generate the CRD and RBAC manifests under config/.
+	$(CONTROLLER_GEN) crd:generateEmbeddedObjectMeta=true paths=./api/... output:crd:artifacts:config=config/crd/bases
+	$(CONTROLLER_GEN) rbac:roleName=fedop-manager paths=./... output:rbac:artifacts:config=config/rbac
+
+.PHONY: generate
+generate: $(CONTROLLER_GEN) ## Generate deep-copy code for the API types.
+	$(CONTROLLER_GEN) object paths=./api/...
+
+.PHONY: verify
+verify: manifests generate ## Fail when generated files are stale or code is not gofmt'ed.
+	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo "gofmt: files above need formatting (make fmt)"; exit 1; }
+	@git diff --exit-code -- config api || { echo "generated files are stale: run 'make manifests generate' and commit"; exit 1; }
+
+.PHONY: build
+build: ## Build bin/fedop-manager.
+	go build -o $(BIN)/fedop-manager ./cmd/fedop-manager
+
+.PHONY: install
+install: $(KUBECTL) ## Install the CRD into the cluster in KUBECONFIG (the lab host: KUBECONFIG=.lab/host.kubeconfig).
+	$(KUBECTL) apply --server-side -k config/crd
+	$(KUBECTL) wait --for condition=established --timeout=60s crd/federationclusters.fedop.io
+
+.PHONY: uninstall
+uninstall: $(KUBECTL) ## Remove the CRD (and every FederationCluster) from the cluster in KUBECONFIG.
+	$(KUBECTL) delete -k config/crd --ignore-not-found
+
+.PHONY: run
+run: ## Run fedop-manager locally against the cluster in KUBECONFIG.
+	go run ./cmd/fedop-manager $(ARGS)
+
 .PHONY: fmt
 fmt: ## Run gofmt on the code.
 	gofmt -l -w $$(git ls-files '*.go')
