@@ -121,6 +121,11 @@ func refuse(kc *clientcmdapi.Config, allowExec bool) error {
 		if !allowExec && c.CertificateAuthority != "" {
 			return fmt.Errorf("cluster %q: certificate-authority file reference", name)
 		}
+		if !allowExec && c.ProxyURL != "" {
+			// A proxy of the Secret author's choosing would see every
+			// request fedop makes, bearer token included.
+			return fmt.Errorf("cluster %q: proxy-url", name)
+		}
 	}
 	if allowExec {
 		return nil

@@ -141,6 +141,12 @@ func TestParseKubeconfig(t *testing.T) {
 		{name: "CA file in another cluster", data: edit(func(kc *clientcmdapi.Config) {
 			kc.Clusters["other"] = &clientcmdapi.Cluster{Server: "https://other.example", CertificateAuthority: "/etc/passwd"}
 		}), want: ErrKubeconfigRefused},
+		{name: "proxy-url", data: edit(func(kc *clientcmdapi.Config) {
+			kc.Clusters["member"].ProxyURL = "http://attacker.example:3128"
+		}), want: ErrKubeconfigRefused},
+		{name: "proxy-url with allowExec", allowExec: true, data: edit(func(kc *clientcmdapi.Config) {
+			kc.Clusters["member"].ProxyURL = "http://proxy.example:3128"
+		})},
 		{name: "client certificate file", data: user(func(u *clientcmdapi.AuthInfo) {
 			u.ClientCertificateData, u.ClientCertificate = nil, "/etc/kubernetes/pki/client.crt"
 		}), want: ErrKubeconfigRefused},

@@ -3,6 +3,7 @@ package testenv
 import (
 	"errors"
 	"fmt"
+	"net/url"
 	"os"
 	"path/filepath"
 	"sync"
@@ -11,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 )
@@ -29,8 +31,16 @@ type Cluster struct {
 	// Secrets.
 	Kubeconfig []byte
 	// Client is a controller-runtime client built from Config with the
-	// scheme given in Options.
+	// scheme given in Options. It talks to the API server directly, not
+	// through Proxy.
 	Client client.Client
+	// Proxy, for members, forwards to the API server; ProxiedKubeconfig
+	// points at it. Sever it to make the member unreachable. Nil for the
+	// host.
+	Proxy *Proxy
+	// ProxiedKubeconfig is Kubeconfig with the server address replaced by
+	// Proxy's: give it to fedop so that a test can cut fedop off.
+	ProxiedKubeconfig []byte
 
 	env *envtest.Environment
 }
@@ -142,7 +152,7 @@ func Start(opts Options) (*Federation, error) {
 	errs := make([]error, len(all))
 	var wg sync.WaitGroup
 	for i, c := range all {
-		wg.Go(func() { errs[i] = c.start(sch) })
+		wg.Go(func() { errs[i] = c.start(sch, c != f.Host) })
 	}
 	wg.Wait()
 	if err := errors.Join(errs...); err != nil {
@@ -151,7 +161,7 @@ func Start(opts Options) (*Federation, error) {
 	return f, nil
 }
 
-func (c *Cluster) start(sch *runtime.Scheme) error {
+func (c *Cluster) start(sch *runtime.Scheme, proxied bool) error {
 	cfg, err := c.env.Start()
 	if err != nil {
 		return fmt.Errorf("starting %s: %w", c.Name, err)
@@ -161,6 +171,26 @@ func (c *Cluster) start(sch *runtime.Scheme) error {
 	if c.Client, err = client.New(cfg, client.Options{Scheme: sch}); err != nil {
 		return fmt.Errorf("client for %s: %w", c.Name, err)
 	}
+	if !proxied {
+		return nil
+	}
+	u, err := url.Parse(cfg.Host)
+	if err != nil {
+		return fmt.Errorf("server address of %s: %w", c.Name, err)
+	}
+	if c.Proxy, err = newProxy(u.Host); err != nil {
+		return fmt.Errorf("proxy for %s: %w", c.Name, err)
+	}
+	kc, err := clientcmd.Load(c.Kubeconfig)
+	if err != nil {
+		return fmt.Errorf("kubeconfig of %s: %w", c.Name, err)
+	}
+	for _, cl := range kc.Clusters {
+		cl.Server = "https://" + c.Proxy.Addr()
+	}
+	if c.ProxiedKubeconfig, err = clientcmd.Write(*kc); err != nil {
+		return fmt.Errorf("kubeconfig of %s: %w", c.Name, err)
+	}
 	return nil
 }
 
@@ -169,7 +199,16 @@ func (c *Cluster) start(sch *runtime.Scheme) error {
 func (f *Federation) Stop() error {
 	var errs []error
 	for _, c := range append([]*Cluster{f.Host}, f.Members...) {
-		if c == nil || c.env == nil {
+		if c == nil {
+			continue
+		}
+		if c.Proxy != nil {
+			if err := c.Proxy.Close(); err != nil {
+				errs = append(errs, fmt.Errorf("stopping the proxy of %s: %w", c.Name, err))
+			}
+			c.Proxy = nil
+		}
+		if c.env == nil {
 			continue
 		}
 		if err := c.env.Stop(); err != nil {

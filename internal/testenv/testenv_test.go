@@ -3,6 +3,7 @@ package testenv_test
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -66,6 +67,30 @@ func TestFederation(t *testing.T) {
 		err := other.Client.Get(ctx, clientObjectKey("only-in-a"), &corev1.Namespace{})
 		assert.True(t, apierrors.IsNotFound(err), "%s: want NotFound, got %v", other.Name, err)
 	}
+}
+
+// TestProxy proves a member can be cut off through its proxy and reached
+// again, which is how integration tests make a member unreachable.
+func TestProxy(t *testing.T) {
+	f := testenv.StartForTest(t, testenv.Options{Members: []string{"m"}})
+	m := f.Member("m")
+	require.NotNil(t, m.Proxy)
+	assert.Nil(t, f.Host.Proxy, "the host is not proxied")
+	cfg, err := clientcmd.RESTConfigFromKubeConfig(m.ProxiedKubeconfig)
+	require.NoError(t, err)
+	cfg.Timeout = 2 * time.Second
+	cs, err := kubernetes.NewForConfig(cfg)
+	require.NoError(t, err)
+	_, err = cs.Discovery().ServerVersion()
+	require.NoError(t, err, "reachable through the proxy")
+
+	m.Proxy.Sever()
+	_, err = cs.Discovery().ServerVersion()
+	assert.Error(t, err, "a severed member must not answer")
+
+	m.Proxy.Restore()
+	_, err = cs.Discovery().ServerVersion()
+	assert.NoError(t, err, "a restored member answers again")
 }
 
 func TestStopIsIdempotent(t *testing.T) {
