@@ -1,0 +1,212 @@
+package federation
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+	"sigs.k8s.io/controller-runtime/pkg/cluster"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/fedop-io/fedop/api/v1alpha1"
+	"github.com/fedop-io/fedop/member"
+)
+
+// fakeCluster is a member cluster whose client is a fake; the reconciler
+// uses nothing else of a cluster.Cluster.
+type fakeCluster struct {
+	cluster.Cluster
+	c client.Client
+}
+
+func (f fakeCluster) GetClient() client.Client { return f.c }
+
+// fakeMembers serves fake member clusters; a member absent from clusters
+// is registered but disconnected.
+type fakeMembers struct {
+	clusters map[string]client.Client
+}
+
+func (f fakeMembers) Get(name string) (cluster.Cluster, error) {
+	if c, ok := f.clusters[name]; ok {
+		return fakeCluster{c: c}, nil
+	}
+	return nil, member.ErrDisconnected
+}
+
+func (f fakeMembers) State(name string) member.State {
+	_, ok := f.clusters[name]
+	return member.State{Name: name, Registered: true, Connected: ok}
+}
+
+func testScheme(t *testing.T) *runtime.Scheme {
+	s := runtime.NewScheme()
+	require.NoError(t, clientgoscheme.AddToScheme(s))
+	require.NoError(t, v1alpha1.AddToScheme(s))
+	return s
+}
+
+// upgradeFixture is a FederationCluster whose one pod is outdated: the next
+// reconcile must replace it.
+func upgradeFixture(t *testing.T) (*v1alpha1.FederationCluster, *corev1.Pod) {
+	c := testComponent()
+	fc := &v1alpha1.FederationCluster{
+		ObjectMeta: metav1.ObjectMeta{Name: "demo", Namespace: "db", Generation: 2, Finalizers: []string{v1alpha1.Finalizer}},
+		Spec: v1alpha1.FederationClusterSpec{Components: []v1alpha1.Component{{
+			Name: "pd", Template: c.Template, Topology: []v1alpha1.Placement{{Member: "k8s-a", Replicas: 1}},
+		}}},
+	}
+	pod := desiredPod(fc, &fc.Spec.Components[0], &fc.Spec.Components[0].Topology[0], EffectiveTemplate(&fc.Spec.Components[0], &fc.Spec.Components[0].Topology[0]), "old", "demo-pd-0")
+	pod.UID = "uid-old"
+	pod.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
+	return fc, pod
+}
+
+type harness struct {
+	r       *Reconciler
+	host    client.Client
+	deletes []client.DeleteOptions
+	// opAtDelete is status.operation as stored on the host when each
+	// deletion reached the member.
+	opAtDelete []*v1alpha1.Operation
+}
+
+func newHarness(t *testing.T, fc *v1alpha1.FederationCluster, statusErr error, pods ...client.Object) *harness {
+	s := testScheme(t)
+	h := &harness{}
+	h.host = fake.NewClientBuilder().WithScheme(s).WithObjects(fc).WithStatusSubresource(fc).
+		WithInterceptorFuncs(interceptor.Funcs{
+			SubResourceUpdate: func(ctx context.Context, c client.Client, sub string, obj client.Object, opts ...client.SubResourceUpdateOption) error {
+				if statusErr != nil {
+					return statusErr
+				}
+				return c.SubResource(sub).Update(ctx, obj, opts...)
+			},
+		}).Build()
+	svc := desiredService(fc, &fc.Spec.Components[0], "k8s-a")
+	memberClient := fake.NewClientBuilder().WithScheme(s).WithObjects(append(pods, svc)...).
+		WithInterceptorFuncs(interceptor.Funcs{
+			Delete: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.DeleteOption) error {
+				o := client.DeleteOptions{}
+				o.ApplyOptions(opts)
+				h.deletes = append(h.deletes, o)
+				stored := &v1alpha1.FederationCluster{}
+				require.NoError(t, h.host.Get(ctx, client.ObjectKeyFromObject(fc), stored))
+				h.opAtDelete = append(h.opAtDelete, stored.Status.Operation)
+				return c.Delete(ctx, obj, opts...)
+			},
+		}).Build()
+	now := time.Date(2026, 11, 21, 6, 0, 0, 0, time.UTC)
+	h.r = &Reconciler{
+		Client:       h.host,
+		Members:      fakeMembers{clusters: map[string]client.Client{"k8s-a": memberClient}},
+		Identity:     "test-manager",
+		Now:          func() time.Time { return now },
+		expectations: newExpectations(),
+	}
+	return h
+}
+
+func reconcileFC(t *testing.T, h *harness, fc *v1alpha1.FederationCluster) (reconcile.Result, error) {
+	t.Helper()
+	return h.r.Reconcile(context.Background(), reconcile.Request{NamespacedName: client.ObjectKeyFromObject(fc)})
+}
+
+// TestMutexConflictStopsTheStep: when the status write that takes the
+// mutex loses a resourceVersion race, nothing is done in any member and the
+// reconcile is requeued once, not retried in a loop.
+func TestMutexConflictStopsTheStep(t *testing.T) {
+	fc, pod := upgradeFixture(t)
+	conflict := apierrors.NewConflict(v1alpha1.GroupVersion.WithResource("federationclusters").GroupResource(), fc.Name, nil)
+	h := newHarness(t, fc, conflict, pod)
+
+	res, err := reconcileFC(t, h, fc)
+	require.NoError(t, err)
+	assert.Equal(t, conflictRequeue, res.RequeueAfter)
+	assert.Empty(t, h.deletes, "no pod may be deleted without the operation recorded")
+}
+
+// TestMutexAcknowledgeThenAct: the operation naming the pod is stored before
+// the pod is deleted, and the deletion carries the recorded UID.
+func TestMutexAcknowledgeThenAct(t *testing.T) {
+	fc, pod := upgradeFixture(t)
+	h := newHarness(t, fc, nil, pod)
+
+	_, err := reconcileFC(t, h, fc)
+	require.NoError(t, err)
+	require.Len(t, h.deletes, 1)
+	require.NotNil(t, h.deletes[0].Preconditions)
+	assert.Equal(t, types.UID("uid-old"), *h.deletes[0].Preconditions.UID)
+	require.NotNil(t, h.opAtDelete[0], "the operation must be stored before the deletion")
+	assert.Equal(t, v1alpha1.OperationUpgrade, h.opAtDelete[0].Type)
+	assert.Equal(t, "demo-pd-0", h.opAtDelete[0].Pod)
+	assert.Equal(t, types.UID("uid-old"), h.opAtDelete[0].PodUID)
+	assert.Equal(t, "test-manager", h.opAtDelete[0].Holder)
+
+	stored := &v1alpha1.FederationCluster{}
+	require.NoError(t, h.host.Get(context.Background(), client.ObjectKeyFromObject(fc), stored))
+	assert.Equal(t, int64(2), stored.Status.ObservedGeneration)
+	progressing := meta.FindStatusCondition(stored.Status.Conditions, v1alpha1.ConditionProgressing)
+	require.NotNil(t, progressing)
+	assert.Equal(t, metav1.ConditionTrue, progressing.Status)
+	assert.Equal(t, v1alpha1.ReasonUpgrading, progressing.Reason)
+	assert.Contains(t, progressing.Message, "demo-pd-0")
+}
+
+// TestMutexResumesAfterRestart: a new process (no expectations) that finds
+// the operation naming a pod whose old instance is still there repeats
+// that deletion, with the same UID, and deletes nothing else.
+func TestMutexResumesAfterRestart(t *testing.T) {
+	fc, pod := upgradeFixture(t)
+	fc.Status.Operation = &v1alpha1.Operation{Type: v1alpha1.OperationUpgrade, Component: "pd", Member: "k8s-a", Pod: "demo-pd-0", PodUID: "uid-old", Holder: "dead-manager"}
+	h := newHarness(t, fc, nil, pod)
+
+	_, err := reconcileFC(t, h, fc)
+	require.NoError(t, err)
+	require.Len(t, h.deletes, 1)
+	assert.Equal(t, types.UID("uid-old"), *h.deletes[0].Preconditions.UID)
+	assert.Equal(t, "test-manager", h.opAtDelete[0].Holder, "the new manager takes the operation over")
+
+	// The next reconcile sees the old instance gone and recreates the pod
+	// with the same name at the update revision; nothing else is deleted.
+	_, err = reconcileFC(t, h, fc)
+	require.NoError(t, err)
+	assert.Len(t, h.deletes, 1)
+	recreated := &corev1.Pod{}
+	require.NoError(t, h.r.Members.(fakeMembers).clusters["k8s-a"].Get(context.Background(), client.ObjectKeyFromObject(pod), recreated))
+	want, err := Revision(EffectiveTemplate(&fc.Spec.Components[0], &fc.Spec.Components[0].Topology[0]))
+	require.NoError(t, err)
+	assert.Equal(t, want, recreated.Labels[v1alpha1.LabelRevision])
+	assert.Equal(t, "k8s-a", recreated.Labels[v1alpha1.LabelMember])
+}
+
+// TestDisconnectedMemberBlocksDeletion: with the member disconnected, the
+// upgrade takes the mutex but deletes nothing, and the conditions say why.
+func TestDisconnectedMemberBlocksDeletion(t *testing.T) {
+	fc, pod := upgradeFixture(t)
+	fc.Spec.Components[0].Topology = append(fc.Spec.Components[0].Topology, v1alpha1.Placement{Member: "k8s-b", Replicas: 1})
+	h := newHarness(t, fc, nil, pod)
+
+	_, err := reconcileFC(t, h, fc)
+	require.NoError(t, err)
+	assert.Empty(t, h.deletes)
+	stored := &v1alpha1.FederationCluster{}
+	require.NoError(t, h.host.Get(context.Background(), client.ObjectKeyFromObject(fc), stored))
+	mc := meta.FindStatusCondition(stored.Status.Conditions, v1alpha1.ConditionMembersConnected)
+	require.NotNil(t, mc)
+	assert.Equal(t, metav1.ConditionFalse, mc.Status)
+	assert.Equal(t, v1alpha1.ReasonMemberDisconnected, mc.Reason)
+	assert.Contains(t, mc.Message, "k8s-b")
+}
