@@ -48,7 +48,9 @@ func (r *Reconciler) cleanup(ctx context.Context, fc *v1alpha1.FederationCluster
 			unreachable = append(unreachable, name)
 			continue
 		}
-		n, err := cleanMember(ctx, cl.GetClient(), fc)
+		wctx, cancel := context.WithTimeout(ctx, memberWriteTimeout)
+		n, err := cleanMember(wctx, cl.GetClient(), fc)
+		cancel()
 		if err != nil {
 			errs = append(errs, fmt.Errorf("member %s: %w", name, err))
 		}

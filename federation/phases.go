@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -14,7 +15,16 @@ import (
 
 	"github.com/fedop-io/fedop/api/v1alpha1"
 	"github.com/fedop-io/fedop/federation/rollout"
+	"github.com/fedop-io/fedop/member"
 )
+
+// memberWriteTimeout bounds each write to a member. Reads come from caches
+// and never block, but a write to a member whose API server stopped
+// answering would otherwise hold this reconcile (and the FederationCluster)
+// until the TCP connection gives up; bounded, the reconcile fails, is
+// retried with backoff, and meanwhile sees the member marked disconnected
+// by the registry's probes.
+const memberWriteTimeout = 10 * time.Second
 
 // act carries out plan in the members, after the status write recorded it:
 // headless Services first (pods find each other through them), then the
@@ -41,7 +51,9 @@ func (r *Reconciler) act(ctx context.Context, fc *v1alpha1.FederationCluster, ob
 		}
 		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: d.Name, Namespace: fc.Namespace}}
 		uid := d.UID
-		err := mv.cluster.GetClient().Delete(ctx, pod, client.Preconditions{UID: &uid})
+		wctx, cancel := context.WithTimeout(ctx, memberWriteTimeout)
+		err := mv.cluster.GetClient().Delete(wctx, pod, client.Preconditions{UID: &uid})
+		cancel()
 		switch {
 		case err == nil, apierrors.IsNotFound(err), apierrors.IsConflict(err):
 			// Gone already, or the name now holds another instance: this
@@ -73,6 +85,8 @@ func (r *Reconciler) createPod(ctx context.Context, fc *v1alpha1.FederationClust
 	cv := obs.component(ref.Component)
 	pod := desiredPod(fc, cv.spec, pv.spec, pv.template, pv.revision, ref.Name)
 	c := mv.cluster.GetClient()
+	ctx, cancel := context.WithTimeout(ctx, memberWriteTimeout)
+	defer cancel()
 	err := c.Create(ctx, pod, client.FieldOwner(v1alpha1.FieldManager))
 	if apierrors.IsNotFound(err) {
 		// The namespace does not exist in this member yet.
@@ -102,6 +116,8 @@ func ensureNamespace(ctx context.Context, c client.Client, name string) error {
 // component a member no longer hosts is deleted once its pods are gone.
 func (r *Reconciler) syncServices(ctx context.Context, fc *v1alpha1.FederationCluster, obs *observation) error {
 	var errs []error
+	ctx, cancel := context.WithTimeout(ctx, memberWriteTimeout)
+	defer cancel()
 	for _, cv := range obs.components {
 		for _, pv := range cv.placements {
 			mv := obs.members[pv.member]
@@ -191,7 +207,7 @@ func (r *Reconciler) recordTransitions(fc *v1alpha1.FederationCluster, before *v
 	for name, mv := range obs.members {
 		connected, known := was[name]
 		switch {
-		case mv.cluster == nil && (connected || !known):
+		case mv.cluster == nil && (connected || !known) && mv.state.Reason != member.ReasonConnecting:
 			r.Recorder.Eventf(fc, nil, corev1.EventTypeWarning, "MemberDisconnected", "Observe", "Member cluster %s is not connected: %s", name, memberMessage(mv))
 		case mv.cluster != nil && known && !connected:
 			r.Recorder.Eventf(fc, nil, corev1.EventTypeNormal, "MemberConnected", "Observe", "Member cluster %s is connected", name)

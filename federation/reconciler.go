@@ -2,7 +2,6 @@ package federation
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -21,7 +20,6 @@ import (
 
 	"github.com/fedop-io/fedop/api/v1alpha1"
 	"github.com/fedop-io/fedop/federation/rollout"
-	"github.com/fedop-io/fedop/member"
 )
 
 // ControllerName names the controller, its logger and its event reporter.
@@ -179,9 +177,4 @@ func (r *Reconciler) writeFailed(ctx context.Context, err error, what string) (r
 		return reconcile.Result{}, nil
 	}
 	return reconcile.Result{}, fmt.Errorf("%s: %w", what, err)
-}
-
-// isMemberDown reports whether err says a member cannot be reached now.
-func isMemberDown(err error) bool {
-	return errors.Is(err, member.ErrDisconnected) || errors.Is(err, member.ErrNotRegistered)
 }

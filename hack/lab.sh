@@ -32,6 +32,10 @@ HOST=host
 # process it started is left.
 export KWOK_WORKDIR=$LAB_DIR/kwok
 # The lab is offline: every component comes from bin/, nothing is pulled.
+# Each cluster runs one scheduler and one controller manager, so leader
+# election buys nothing there; with it, stopping a member's API server for
+# longer than the lease's renew deadline (a fault the e2e suite injects)
+# would make them exit for good.
 KWOKCTL=$BIN/kwokctl
 KUBECTL=$(kubectl_bin)
 
@@ -73,6 +77,8 @@ up_cluster() {
       --kube-controller-manager-binary "$BIN/kube-controller-manager" \
       --kube-scheduler-binary "$BIN/kube-scheduler" \
       --kwok-controller-binary "$BIN/kwok" \
+      --extra-args kube-scheduler=leader-elect=false \
+      --extra-args kube-controller-manager=leader-elect=false \
       --wait 60s >"$LAB_DIR/$name.log" 2>&1 ||
       die "creating cluster $name failed; see $LAB_DIR/$name.log"
   fi

@@ -199,6 +199,12 @@ type Registry struct {
 	lastSink uint64
 	// stopped is set when the manager stops; no member starts after it.
 	stopped bool
+
+	// initial is closed once every registration Secret that existed when
+	// the manager started has had its first connection attempt (or
+	// SyncTimeout passed): until then a member's absence means "not read
+	// yet", not "not registered". Sources wait for it (WaitForSync).
+	initial chan struct{}
 }
 
 // member is one registered member cluster.
@@ -222,6 +228,7 @@ func NewRegistry(opts Options) *Registry {
 		log:     logr.Discard(),
 		members: map[string]*member{},
 		sinks:   map[uint64]*sink{},
+		initial: make(chan struct{}),
 	}
 }
 

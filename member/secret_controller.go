@@ -7,10 +7,12 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apimachinery/pkg/util/wait"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -51,6 +53,9 @@ func (r *Registry) SetupWithManager(mgr ctrl.Manager) error {
 	r.log = mgr.GetLogger().WithName("member")
 	if err := mgr.Add(manager.RunnableFunc(r.run)); err != nil {
 		return fmt.Errorf("adding the member probes: %w", err)
+	}
+	if err := mgr.Add(manager.RunnableFunc(r.initialPass)); err != nil {
+		return fmt.Errorf("adding the initial member pass: %w", err)
 	}
 	err := ctrl.NewControllerManagedBy(mgr).
 		Named(controllerName).
@@ -210,4 +215,32 @@ func kubeconfigOf(secret *corev1.Secret) ([]byte, string) {
 		}
 	}
 	return nil, ""
+}
+
+// initialPass closes r.initial once every registration Secret present at
+// start has had its first connection attempt, bounded by SyncTimeout (plus
+// a margin): members connect in parallel, so a dead one delays the start by
+// at most that. Controllers watching a Source start their workers only
+// after it, so their first reconciles do not mistake "not read yet" for "not
+// registered" and report members missing that are merely starting.
+func (r *Registry) initialPass(ctx context.Context) error {
+	defer close(r.initial)
+	var list corev1.SecretList
+	if err := r.reader.List(ctx, &list, client.InNamespace(r.opts.Namespace), client.MatchingLabels{LabelMemberCluster: "true"}); err != nil {
+		r.log.Error(err, "Listing member cluster Secrets for the initial pass; not waiting for them")
+		return nil
+	}
+	attempted := func(context.Context) (bool, error) {
+		for i := range list.Items {
+			st := r.State(list.Items[i].Name)
+			if !st.Registered || st.Reason == ReasonConnecting {
+				return false, nil
+			}
+		}
+		return true, nil
+	}
+	if err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, r.opts.SyncTimeout+5*time.Second, true, attempted); err != nil && ctx.Err() == nil {
+		r.log.Info("Not every member cluster was attempted in time; starting anyway", "members", len(list.Items))
+	}
+	return nil
 }

@@ -85,6 +85,20 @@ func (s *memberSource) Start(ctx context.Context, queue workqueue.TypedRateLimit
 	return nil
 }
 
+// WaitForSync makes memberSource a source.SyncingSource: a controller
+// starts its workers only once every member registered at start has had
+// its first connection attempt (see initialPass), or ctx ends.
+func (s *memberSource) WaitForSync(ctx context.Context) error {
+	select {
+	case <-s.r.initial:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+var _ source.SyncingSource = &memberSource{}
+
 // sink is one started Source: where events of member clusters go.
 type sink struct {
 	// ctx ends when the controller that started the source stops; events
