@@ -83,7 +83,7 @@ func memberNames(fc *v1alpha1.FederationCluster) []string {
 // not connected is recorded as such, with no pods: its pods are unknown.
 func (r *Reconciler) observe(ctx context.Context, fc *v1alpha1.FederationCluster) (*observation, error) {
 	obs := &observation{now: r.now(), members: map[string]*memberView{}}
-	pods := map[string][]*corev1.Pod{}         // member/component -> pods
+	pods := map[string][]*corev1.Pod{}       // member/component -> pods
 	services := map[string]*corev1.Service{} // member/component -> Service
 	for _, name := range memberNames(fc) {
 		mv := &memberView{state: r.Members.State(name)}
