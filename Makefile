@@ -74,6 +74,10 @@ $(BIN)/kind: $(TOOLS_MOD)
 lab-up: tools ## Start the host and member clusters ($(MEMBERS)) and register the members.
 	hack/lab.sh up
 
+.PHONY: demo
+demo: ## The main job from a fresh clone: lab, CRD, fedop-manager, the sample, a one-pod-at-a-time upgrade.
+	hack/demo.sh
+
 .PHONY: lab-down
 lab-down: ## Delete the lab's clusters; no process is left.
 	hack/lab.sh down
@@ -108,7 +112,7 @@ build: ## Build bin/fedop-manager.
 .PHONY: install
 install: $(KUBECTL) ## Install the CRD into the cluster in KUBECONFIG (the lab host: KUBECONFIG=.lab/host.kubeconfig).
 	$(KUBECTL) apply --server-side -k config/crd
-	$(KUBECTL) wait --for condition=established --timeout=60s crd/federationclusters.fedop.io
+	source hack/lib.sh && wait_crd_established "$${KUBECONFIG:-$$HOME/.kube/config}" federationclusters.fedop.io
 
 .PHONY: uninstall
 uninstall: $(KUBECTL) ## Remove the CRD (and every FederationCluster) from the cluster in KUBECONFIG.

@@ -153,6 +153,11 @@ lab_pids() {
 
 cmd_down() {
   local name
+  # A manager that `make demo` (or the e2e suite) started against this lab.
+  if [[ -f $LAB_DIR/manager.pid ]]; then
+    kill "$(cat "$LAB_DIR/manager.pid")" 2>/dev/null && log "Stopped fedop-manager" || true
+    rm -f "$LAB_DIR/manager.pid"
+  fi
   for name in $(lab_clusters); do
     log "Deleting cluster $name"
     "$KWOKCTL" delete cluster --name "$name" >/dev/null 2>&1 || log "kwokctl could not delete $name cleanly"

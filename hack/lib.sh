@@ -34,3 +34,16 @@ require_bins() {
 is_dns_label() {
   [[ ${#1} -le 63 && $1 =~ ^[a-z0-9]([-a-z0-9]*[a-z0-9])?$ ]]
 }
+
+# wait_crd_established waits up to 60s for CRD $2 in the cluster of
+# kubeconfig $1 to be Established. `kubectl wait --for condition=...` fails
+# outright on a CRD created a moment ago, whose status.conditions is still
+# null, so poll the condition instead.
+wait_crd_established() {
+  local kc=$1 crd=$2 i
+  for ((i = 0; i < 120; i++)); do
+    [[ $("$(kubectl_bin)" --kubeconfig "$kc" get crd "$crd" -o jsonpath='{.status.conditions[?(@.type=="Established")].status}' 2>/dev/null) == True ]] && return 0
+    sleep 0.5
+  done
+  die "CRD $crd is not Established after 60s"
+}

@@ -1,0 +1,919 @@
+package federation_test
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr/funcr"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/retry"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	"github.com/fedop-io/fedop/api/v1alpha1"
+	"github.com/fedop-io/fedop/federation"
+	"github.com/fedop-io/fedop/internal/testenv"
+	"github.com/fedop-io/fedop/member"
+)
+
+// This file is the harness of the integration tests: one shared set of real
+// API servers (a host and members k8s-a and k8s-b), a fake kubelet that
+// makes pods Ready, an invariant checker that watches the members on its
+// own, and an in-process fedop manager wired as cmd/fedop-manager wires it.
+
+const (
+	// wait bounds every Eventually: generous, as the race detector and a
+	// shared two-core machine slow everything down.
+	wait = 60 * time.Second
+	tick = 25 * time.Millisecond
+
+	memberA = "k8s-a"
+	memberB = "k8s-b"
+	fcName  = "demo"
+
+	// kubeletDelay is how long after a pod appears the fake kubelet
+	// reports it Ready: long enough that a pod is visibly not Ready for a
+	// while, short enough to keep rollouts quick.
+	kubeletDelay = 30 * time.Millisecond
+	// probePeriod is the member probe period: three failed probes in a row
+	// (under a second) mark a severed member disconnected.
+	probePeriod = 250 * time.Millisecond
+)
+
+var memberNames = []string{memberA, memberB}
+
+var scheme = func() *runtime.Scheme {
+	s := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(s); err != nil {
+		panic(err)
+	}
+	if err := v1alpha1.AddToScheme(s); err != nil {
+		panic(err)
+	}
+	return s
+}()
+
+// shared is the federation every test uses: starting three API servers
+// costs seconds, so they are started once, on first use, and stopped by
+// TestMain. Tests isolate themselves by namespace.
+var shared struct {
+	once    sync.Once
+	env     *testenv.Federation
+	kubelet *kubelet
+	err     error
+}
+
+func TestMain(m *testing.M) {
+	// Every log line goes to a buffer; a failing test prints the lines
+	// logged while it ran (see setupNamespace). funcr rather than testr,
+	// which panics when a goroutine logs after its test ended.
+	logger := funcr.New(logs.write, funcr.Options{Verbosity: 1, LogTimestamp: true})
+	ctrl.SetLogger(logger)
+	klog.SetLogger(logger.WithName("klog"))
+
+	code := m.Run()
+	if shared.kubelet != nil {
+		shared.kubelet.stop()
+	}
+	if shared.env != nil {
+		if err := shared.env.Stop(); err != nil {
+			fmt.Fprintln(os.Stderr, "stopping the test federation:", err)
+			code = 1
+		}
+	}
+	os.Exit(code)
+}
+
+// federationEnv returns the shared federation, starting it on first use:
+// the API servers, the member registration Secrets (with the proxied
+// kubeconfigs, so that a test can cut fedop off a member) and the fake
+// kubelet.
+func federationEnv(t *testing.T) (*testenv.Federation, *kubelet) {
+	t.Helper()
+	shared.once.Do(func() {
+		shared.env, shared.err = testenv.Start(testenv.Options{
+			Members:               memberNames,
+			HostCRDDirectoryPaths: []string{"../config/crd/bases"},
+			Scheme:                scheme,
+		})
+		if shared.err != nil {
+			return
+		}
+		if shared.err = registerMembers(shared.env); shared.err != nil {
+			return
+		}
+		shared.kubelet, shared.err = startKubelet(shared.env)
+	})
+	require.NoError(t, shared.err, "starting the test federation")
+	return shared.env, shared.kubelet
+}
+
+// registerMembers writes a registration Secret for every member, as
+// hack/register-member.sh does, with the kubeconfig that goes through the
+// member's proxy.
+func registerMembers(env *testenv.Federation) error {
+	ctx := context.Background()
+	if err := env.Host.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: member.DefaultNamespace}}); err != nil {
+		return err
+	}
+	for _, m := range env.Members {
+		secret := &corev1.Secret{
+			ObjectMeta: metav1.ObjectMeta{
+				Namespace: member.DefaultNamespace,
+				Name:      m.Name,
+				Labels:    map[string]string{member.LabelMemberCluster: "true"},
+			},
+			Data: map[string][]byte{member.KubeconfigKey: m.ProxiedKubeconfig},
+		}
+		if err := env.Host.Client.Create(ctx, secret); err != nil {
+			return fmt.Errorf("registering %s: %w", m.Name, err)
+		}
+	}
+	return nil
+}
+
+// namespaces numbers the test namespaces, so that a test run again in the
+// same process (go test -count=N) gets a fresh one.
+var namespaces atomic.Int64
+
+// setupNamespace creates a namespace for the test, named after base, in the
+// host and in every member, and arranges for the logs of the test to be
+// printed if it fails. It returns the namespace's name.
+func setupNamespace(t *testing.T, env *testenv.Federation, base string) string {
+	t.Helper()
+	ns := fmt.Sprintf("%s-%d", base, namespaces.Add(1))
+	mark := logs.mark()
+	t.Cleanup(func() {
+		if t.Failed() {
+			for _, line := range logs.since(mark, 600) {
+				t.Log(line)
+			}
+		}
+	})
+	for _, c := range append([]*testenv.Cluster{env.Host}, env.Members...) {
+		require.NoError(t, c.Client.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}), "namespace %s in %s", ns, c.Name)
+	}
+	return ns
+}
+
+// logBuffer keeps the most recent log lines of the process.
+type logBuffer struct {
+	// mu guards lines and total.
+	mu    sync.Mutex
+	lines []string
+	// total counts every line ever written; lines holds the last ones.
+	total int
+}
+
+const maxLogLines = 200000
+
+var logs = &logBuffer{}
+
+func (b *logBuffer) write(prefix, args string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.lines = append(b.lines, prefix+" "+args)
+	b.total++
+	if len(b.lines) > maxLogLines {
+		b.lines = slices.Clone(b.lines[len(b.lines)-maxLogLines/2:])
+	}
+}
+
+func (b *logBuffer) mark() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.total
+}
+
+// since returns at most the last n lines written after mark.
+func (b *logBuffer) since(mark, n int) []string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	first := len(b.lines) - (b.total - mark)
+	first = max(first, len(b.lines)-n, 0)
+	return slices.Clone(b.lines[first:])
+}
+
+// fedop is one in-process fedop manager: its own registry, reconciler and
+// caches, so a new one starts with no memory of an earlier one.
+type fedop struct {
+	identity string
+	registry *member.Registry
+	cancel   context.CancelFunc
+	done     chan error
+	once     sync.Once
+}
+
+// startFedop starts a manager on the host as cmd/fedop-manager/main.go
+// wires it (metrics and probes off, a short member probe period) and
+// returns once every member is connected. It is stopped when the test
+// ends, if not before.
+func startFedop(t *testing.T, env *testenv.Federation, identity string) *fedop {
+	t.Helper()
+	mgr, err := ctrl.NewManager(env.Host.Config, ctrl.Options{
+		Scheme:                 scheme,
+		Logger:                 ctrl.Log.WithName(identity),
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+		Cache: cache.Options{
+			ByObject: map[client.Object]cache.ByObject{
+				&corev1.Secret{}: {
+					Namespaces: map[string]cache.Config{member.DefaultNamespace: {}},
+					Label:      labels.SelectorFromSet(labels.Set{member.LabelMemberCluster: "true"}),
+				},
+			},
+		},
+		// A test may start a second manager in this process: controller
+		// names are checked for uniqueness process-wide.
+		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
+	})
+	require.NoError(t, err)
+	registry := member.NewRegistry(member.Options{Scheme: scheme, ProbePeriod: probePeriod, SyncTimeout: 10 * time.Second})
+	require.NoError(t, registry.SetupWithManager(mgr))
+	rec := &federation.Reconciler{
+		Client:   mgr.GetClient(),
+		Members:  registry,
+		Recorder: mgr.GetEventRecorder("fedop-manager"),
+		Identity: identity,
+		Source: func(objMap func(string, client.Object) []reconcile.Request, memberMap func(string) []reconcile.Request) source.Source {
+			return registry.Source(objMap, memberMap)
+		},
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	require.NoError(t, rec.SetupWithManager(ctx, mgr))
+	f := &fedop{identity: identity, registry: registry, cancel: cancel, done: make(chan error, 1)}
+	go func() { f.done <- mgr.Start(ctx) }()
+	t.Cleanup(func() { f.stop(t) })
+	for _, name := range memberNames {
+		requireMemberConnected(t, registry, name)
+	}
+	return f
+}
+
+// stop stops the manager and waits for mgr.Start to return: after it,
+// nothing of this manager runs.
+func (f *fedop) stop(t *testing.T) {
+	t.Helper()
+	f.once.Do(func() {
+		f.cancel()
+		select {
+		case err := <-f.done:
+			assert.NoError(t, err, "manager %s", f.identity)
+		case <-time.After(wait):
+			t.Errorf("manager %s did not stop within %s", f.identity, wait)
+		}
+	})
+}
+
+func requireMemberConnected(t *testing.T, reg *member.Registry, name string) {
+	t.Helper()
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		s := reg.State(name)
+		assert.True(c, s.Connected, "%s not connected: %s: %s", name, s.Reason, s.Message)
+	}, wait, tick)
+}
+
+// kubelet stands in for the kubelets envtest does not have: kubeletDelay
+// after a pod appears in a member without a Ready condition, it sets
+// status.phase Running and Ready=True through the status subresource. It
+// talks to each member directly, not through the proxy fedop uses, so a
+// severed member still runs its pods. Pods can be held (not made Ready)
+// until released, which lets a test freeze a rollout at a chosen step.
+type kubelet struct {
+	ctx     context.Context
+	cancel  context.CancelFunc
+	clients map[string]client.Client
+	caches  sync.WaitGroup
+	// timers counts the scheduled and running status updates.
+	timers sync.WaitGroup
+
+	// mu guards everything below.
+	mu        sync.Mutex
+	stopped   bool
+	scheduled map[types.UID]bool
+	// holds are member/namespace/name keys whose pods stay not Ready; held
+	// maps them to the UID of a pod that was due while held.
+	holds       map[string]bool
+	held        map[string]types.UID
+	subscribers map[int]func(member string, pod *corev1.Pod)
+	nextSub     int
+}
+
+func startKubelet(env *testenv.Federation) (*kubelet, error) {
+	ctx, cancel := context.WithCancel(context.Background())
+	k := &kubelet{
+		ctx: ctx, cancel: cancel, clients: map[string]client.Client{},
+		scheduled: map[types.UID]bool{}, holds: map[string]bool{}, held: map[string]types.UID{},
+		subscribers: map[int]func(string, *corev1.Pod){},
+	}
+	// Every client is in place before the first informer can call back.
+	for _, m := range env.Members {
+		k.clients[m.Name] = m.Client
+	}
+	for _, m := range env.Members {
+		name := m.Name
+		err := startPodInformer(ctx, &k.caches, m, "", toolscache.ResourceEventHandlerFuncs{
+			AddFunc:    func(obj any) { k.observe(name, obj) },
+			UpdateFunc: func(_, obj any) { k.observe(name, obj) },
+		})
+		if err != nil {
+			k.stop()
+			return nil, err
+		}
+	}
+	return k, nil
+}
+
+// startPodInformer starts a cache of m's pods (in namespace ns, all when
+// empty) with handler added, and waits for it to sync.
+func startPodInformer(ctx context.Context, wg *sync.WaitGroup, m *testenv.Cluster, ns string, handler toolscache.ResourceEventHandler) error {
+	opts := cache.Options{Scheme: scheme}
+	if ns != "" {
+		opts.DefaultNamespaces = map[string]cache.Config{ns: {}}
+	}
+	c, err := cache.New(m.Config, opts)
+	if err != nil {
+		return err
+	}
+	inf, err := c.GetInformer(ctx, &corev1.Pod{})
+	if err != nil {
+		return err
+	}
+	if _, err := inf.AddEventHandler(handler); err != nil {
+		return err
+	}
+	wg.Go(func() { _ = c.Start(ctx) })
+	if !c.WaitForCacheSync(ctx) {
+		return fmt.Errorf("the pod cache of %s did not sync", m.Name)
+	}
+	return nil
+}
+
+func (k *kubelet) stop() {
+	k.mu.Lock()
+	k.stopped = true
+	k.mu.Unlock()
+	k.cancel()
+	k.caches.Wait()
+	k.timers.Wait()
+}
+
+func (k *kubelet) observe(memberName string, obj any) {
+	pod, ok := obj.(*corev1.Pod)
+	if !ok || podReady(pod) || pod.DeletionTimestamp != nil {
+		return
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.stopped || k.scheduled[pod.UID] {
+		return
+	}
+	k.scheduled[pod.UID] = true
+	k.timers.Add(1)
+	key, uid := client.ObjectKeyFromObject(pod), pod.UID
+	time.AfterFunc(kubeletDelay, func() {
+		defer k.timers.Done()
+		k.markReady(memberName, key, uid)
+	})
+}
+
+// markReady makes the pod key with uid Ready, unless it is held, gone or
+// replaced by another instance.
+func (k *kubelet) markReady(memberName string, key types.NamespacedName, uid types.UID) {
+	hk := memberName + "/" + key.String()
+	k.mu.Lock()
+	if k.holds[hk] {
+		k.held[hk] = uid
+		k.mu.Unlock()
+		return
+	}
+	k.mu.Unlock()
+	c := k.clients[memberName]
+	for attempt := 0; attempt < 50 && k.ctx.Err() == nil; attempt++ {
+		var pod corev1.Pod
+		err := c.Get(k.ctx, key, &pod)
+		if apierrors.IsNotFound(err) || (err == nil && (pod.UID != uid || podReady(&pod) || pod.DeletionTimestamp != nil)) {
+			return
+		}
+		if err == nil {
+			now := metav1.Now()
+			pod.Status.Phase = corev1.PodRunning
+			for _, ct := range []corev1.PodConditionType{corev1.PodScheduled, corev1.ContainersReady, corev1.PodReady} {
+				setPodCondition(&pod, corev1.PodCondition{Type: ct, Status: corev1.ConditionTrue, LastTransitionTime: now})
+			}
+			if err = c.Status().Update(k.ctx, &pod); err == nil {
+				k.notify(memberName, &pod)
+				return
+			}
+			if apierrors.IsNotFound(err) {
+				return
+			}
+		}
+		if !apierrors.IsConflict(err) {
+			select {
+			case <-k.ctx.Done():
+			case <-time.After(50 * time.Millisecond):
+			}
+		}
+	}
+}
+
+func setPodCondition(pod *corev1.Pod, c corev1.PodCondition) {
+	for i := range pod.Status.Conditions {
+		if pod.Status.Conditions[i].Type == c.Type {
+			pod.Status.Conditions[i] = c
+			return
+		}
+	}
+	pod.Status.Conditions = append(pod.Status.Conditions, c)
+}
+
+// notify tells every subscriber that pod was made Ready in member. The
+// invariant checker uses it so that a Ready pod counts as soon as the API
+// server accepted it, whatever its own watch's lag.
+func (k *kubelet) notify(memberName string, pod *corev1.Pod) {
+	k.mu.Lock()
+	subs := slices.Collect(maps.Values(k.subscribers))
+	k.mu.Unlock()
+	for _, fn := range subs {
+		fn(memberName, pod)
+	}
+}
+
+func (k *kubelet) subscribe(fn func(member string, pod *corev1.Pod)) (unsubscribe func()) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	id := k.nextSub
+	k.nextSub++
+	k.subscribers[id] = fn
+	return func() {
+		k.mu.Lock()
+		defer k.mu.Unlock()
+		delete(k.subscribers, id)
+	}
+}
+
+// hold keeps pods named ns/name in member from becoming Ready until the
+// returned release is called (or the test ends). A pod already Ready is
+// not affected.
+func (k *kubelet) hold(t *testing.T, memberName, ns, name string) (release func()) {
+	hk := memberName + "/" + ns + "/" + name
+	k.mu.Lock()
+	k.holds[hk] = true
+	k.mu.Unlock()
+	release = func() {
+		k.mu.Lock()
+		delete(k.holds, hk)
+		uid, due := k.held[hk]
+		delete(k.held, hk)
+		k.mu.Unlock()
+		if due {
+			k.markReady(memberName, types.NamespacedName{Namespace: ns, Name: name}, uid)
+		}
+	}
+	t.Cleanup(release)
+	return release
+}
+
+func podReady(pod *corev1.Pod) bool {
+	for _, c := range pod.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// checker watches the pods of one FederationCluster in every member with
+// its own informers (not fedop's caches, not fedop's status) and keeps,
+// at every event, unavailable = sum over placements of max(0, desired -
+// Ready and not terminating pods). It records the maximum, the unavailable
+// count just before each deletion, and the order of pod lifecycle events.
+type checker struct {
+	ns, name    string
+	cancel      context.CancelFunc
+	informers   sync.WaitGroup
+	unsubscribe func()
+
+	// mu guards everything below.
+	mu sync.Mutex
+	// desired is replicas by member/component.
+	desired map[string]int
+	pods    map[types.UID]*checkedPod
+	// gone holds instances seen deleted: a late kubelet notice must not
+	// bring them back.
+	gone                  map[types.UID]bool
+	unavailable           int
+	maxUnavailable        int
+	deletions             []string
+	unavailableAtDeletion []int
+	// history is "create|ready|delete member/name", in the order seen.
+	history []string
+}
+
+type checkedPod struct {
+	member, component, name string
+	ready, terminating      bool
+}
+
+// startChecker starts a checker for FederationCluster ns/name and stops it
+// when the test ends.
+func startChecker(t *testing.T, env *testenv.Federation, k *kubelet, ns, name string) *checker {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	c := &checker{ns: ns, name: name, cancel: cancel, desired: map[string]int{}, pods: map[types.UID]*checkedPod{}, gone: map[types.UID]bool{}}
+	t.Cleanup(func() {
+		c.cancel()
+		c.informers.Wait()
+	})
+	for _, m := range env.Members {
+		memberName := m.Name
+		require.NoError(t, startPodInformer(ctx, &c.informers, m, ns, toolscache.ResourceEventHandlerFuncs{
+			AddFunc:    func(obj any) { c.upsert(memberName, obj, false) },
+			UpdateFunc: func(_, obj any) { c.upsert(memberName, obj, false) },
+			DeleteFunc: func(obj any) { c.remove(memberName, obj) },
+		}))
+	}
+	c.unsubscribe = k.subscribe(func(memberName string, pod *corev1.Pod) { c.upsert(memberName, pod, true) })
+	t.Cleanup(c.unsubscribe)
+	return c
+}
+
+func (c *checker) owns(pod *corev1.Pod) bool {
+	return pod.Namespace == c.ns && pod.Labels[v1alpha1.LabelManagedBy] == v1alpha1.ManagedBy && pod.Labels[v1alpha1.LabelInstance] == c.name
+}
+
+func (c *checker) upsert(memberName string, obj any, fromKubelet bool) {
+	pod, ok := obj.(*corev1.Pod)
+	if !ok || !c.owns(pod) {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.gone[pod.UID] {
+		return
+	}
+	p := c.pods[pod.UID]
+	if p == nil {
+		p = &checkedPod{member: memberName, component: pod.Labels[v1alpha1.LabelComponent], name: pod.Name}
+		c.pods[pod.UID] = p
+		c.history = append(c.history, "create "+memberName+"/"+pod.Name)
+	}
+	// Readiness only ever goes one way here: a kubelet notice may come
+	// before the watch event that carries the same change.
+	if (fromKubelet || podReady(pod)) && !p.ready {
+		p.ready = true
+		c.history = append(c.history, "ready "+memberName+"/"+pod.Name)
+	}
+	if !fromKubelet && pod.DeletionTimestamp != nil && !p.terminating {
+		c.recordDeletion(p)
+		p.terminating = true
+	}
+	c.evaluate()
+}
+
+func (c *checker) remove(memberName string, obj any) {
+	if tomb, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
+		obj = tomb.Obj
+	}
+	pod, ok := obj.(*corev1.Pod)
+	if !ok || !c.owns(pod) {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.gone[pod.UID] = true
+	p := c.pods[pod.UID]
+	if p == nil {
+		p = &checkedPod{member: memberName, component: pod.Labels[v1alpha1.LabelComponent], name: pod.Name}
+	}
+	if !p.terminating {
+		c.recordDeletion(p)
+	}
+	delete(c.pods, pod.UID)
+	c.evaluate()
+}
+
+// recordDeletion records that p goes, with the unavailable count it went
+// at. c.mu is held.
+func (c *checker) recordDeletion(p *checkedPod) {
+	c.deletions = append(c.deletions, p.member+"/"+p.name)
+	c.unavailableAtDeletion = append(c.unavailableAtDeletion, c.unavailable)
+	c.history = append(c.history, "delete "+p.member+"/"+p.name)
+}
+
+// evaluate recomputes unavailable. c.mu is held.
+func (c *checker) evaluate() {
+	available := map[string]int{}
+	for _, p := range c.pods {
+		if p.ready && !p.terminating {
+			available[p.member+"/"+p.component]++
+		}
+	}
+	c.unavailable = 0
+	for key, want := range c.desired {
+		c.unavailable += max(0, want-available[key])
+	}
+	c.maxUnavailable = max(c.maxUnavailable, c.unavailable)
+}
+
+// setDesired takes the desired replicas from fc's spec.
+func (c *checker) setDesired(fc *v1alpha1.FederationCluster) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.desired = map[string]int{}
+	for _, comp := range fc.Spec.Components {
+		for _, p := range comp.Topology {
+			c.desired[p.Member+"/"+comp.Name] = int(p.Replicas)
+		}
+	}
+	c.evaluate()
+}
+
+// reset starts a new phase of the test: the maximum restarts from now and
+// the recorded events are dropped.
+func (c *checker) reset() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.maxUnavailable = c.unavailable
+	c.deletions, c.unavailableAtDeletion, c.history = nil, nil, nil
+}
+
+type checkerReport struct {
+	unavailable, maxUnavailable int
+	deletions                   []string
+	unavailableAtDeletion       []int
+	history                     []string
+}
+
+func (c *checker) report() checkerReport {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return checkerReport{
+		unavailable:           c.unavailable,
+		maxUnavailable:        c.maxUnavailable,
+		deletions:             slices.Clone(c.deletions),
+		unavailableAtDeletion: slices.Clone(c.unavailableAtDeletion),
+		history:               slices.Clone(c.history),
+	}
+}
+
+// historyOf returns the entries of h about pods of component, in order.
+func historyOf(h []string, component string) []string {
+	var out []string
+	for _, e := range h {
+		if strings.Contains(e, "/"+fcName+"-"+component+"-") {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// sampleFC is a TiDB-shaped FederationCluster in ns over k8s-a and k8s-b:
+//
+//	pd:   k8s-a 2 (ordinals 0, 1), k8s-b 1 (2)
+//	tikv: k8s-a 2 (0, 1),          k8s-b 2 (2, 3), with an env override in k8s-b
+//	tidb: k8s-a 1 (0),             k8s-b 0
+//
+// Templates try to set labels fedop owns, to check that fedop's win.
+func sampleFC(ns string) *v1alpha1.FederationCluster {
+	tikvB := placement(memberB, 2, "b")
+	tikvB.Env = []corev1.EnvVar{{Name: "TIKV_LABELS", Value: "zone=b"}}
+	return &v1alpha1.FederationCluster{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fcName},
+		Spec: v1alpha1.FederationClusterSpec{Components: []v1alpha1.Component{
+			component("pd", "pingcap/pd:v8.5.0", 2379, placement(memberA, 2, "a"), placement(memberB, 1, "b")),
+			component("tikv", "pingcap/tikv:v8.5.0", 20160, placement(memberA, 2, "a"), tikvB),
+			component("tidb", "pingcap/tidb:v8.5.0", 4000, placement(memberA, 1, "a"), placement(memberB, 0, "b")),
+		}},
+	}
+}
+
+func component(name, image string, port int32, topology ...v1alpha1.Placement) v1alpha1.Component {
+	return v1alpha1.Component{
+		Name: name,
+		Template: corev1.PodTemplateSpec{
+			ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{
+				"app": fcName + "-" + name,
+				// fedop's own label must win over the template's.
+				v1alpha1.LabelComponent: "not-" + name,
+			}},
+			Spec: corev1.PodSpec{
+				NodeSelector: map[string]string{"kubernetes.io/os": "linux", "topology.kubernetes.io/zone": "unset"},
+				Containers: []corev1.Container{{
+					Name:  name,
+					Image: image,
+					Ports: []corev1.ContainerPort{{Name: "main", ContainerPort: port}, {ContainerPort: port + 1}},
+					Env:   []corev1.EnvVar{{Name: "COMPONENT", Value: name}},
+				}},
+			},
+		},
+		Topology: topology,
+	}
+}
+
+func placement(memberName string, replicas int32, zone string) v1alpha1.Placement {
+	return v1alpha1.Placement{
+		Member:       memberName,
+		Replicas:     replicas,
+		NodeSelector: map[string]string{"topology.kubernetes.io/zone": zone},
+		Labels: map[string]string{
+			"example.com/zone": zone,
+			// fedop's own label must win over the placement's.
+			v1alpha1.LabelInstance: "not-" + fcName,
+		},
+	}
+}
+
+func total(fc *v1alpha1.FederationCluster) int32 {
+	var n int32
+	for _, c := range fc.Spec.Components {
+		for _, p := range c.Topology {
+			n += p.Replicas
+		}
+	}
+	return n
+}
+
+// createFC creates fc and, when the test ends, deletes it and drops its
+// finalizer, so that no later test's manager inherits it.
+func createFC(t *testing.T, env *testenv.Federation, fc *v1alpha1.FederationCluster) {
+	t.Helper()
+	host := env.Host.Client
+	require.NoError(t, host.Create(context.Background(), fc))
+	key := client.ObjectKeyFromObject(fc)
+	t.Cleanup(func() {
+		ctx := context.Background()
+		_ = host.Delete(ctx, &v1alpha1.FederationCluster{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}})
+		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			var cur v1alpha1.FederationCluster
+			if err := host.Get(ctx, key, &cur); err != nil {
+				return err
+			}
+			cur.Finalizers = nil
+			return host.Update(ctx, &cur)
+		})
+		if err != nil && !apierrors.IsNotFound(err) {
+			t.Errorf("removing FederationCluster %s: %v", key, err)
+		}
+	})
+}
+
+// updateFC changes the spec of FederationCluster key with edit, retrying
+// on conflicts (fedop writes status concurrently).
+func updateFC(t *testing.T, env *testenv.Federation, key client.ObjectKey, edit func(*v1alpha1.FederationCluster)) *v1alpha1.FederationCluster {
+	t.Helper()
+	var fc v1alpha1.FederationCluster
+	require.NoError(t, retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if err := env.Host.Client.Get(context.Background(), key, &fc); err != nil {
+			return err
+		}
+		edit(&fc)
+		return env.Host.Client.Update(context.Background(), &fc)
+	}))
+	return &fc
+}
+
+func getFC(t require.TestingT, env *testenv.Federation, key client.ObjectKey) *v1alpha1.FederationCluster {
+	var fc v1alpha1.FederationCluster
+	require.NoError(t, env.Host.Client.Get(context.Background(), key, &fc))
+	return &fc
+}
+
+// requireSettled waits until fc's status describes the current spec fully
+// rolled out: observedGeneration current, no operation, every desired pod
+// Ready and updated, every component's rollout Done, Ready=True and
+// MembersConnected=True. It returns the FederationCluster as last read.
+func requireSettled(t *testing.T, env *testenv.Federation, key client.ObjectKey) *v1alpha1.FederationCluster {
+	t.Helper()
+	var fc *v1alpha1.FederationCluster
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		fc = getFC(c, env, key)
+		st := fc.Status
+		want := total(fc)
+		require.Equal(c, fc.Generation, st.ObservedGeneration, "observedGeneration")
+		require.Nil(c, st.Operation, "operation")
+		assert.Equal(c, want, st.Replicas, "replicas")
+		assert.Equal(c, want, st.ReadyReplicas, "readyReplicas")
+		assert.Equal(c, want, st.UpdatedReplicas, "updatedReplicas")
+		require.Len(c, st.Components, len(fc.Spec.Components))
+		for i, cs := range st.Components {
+			assert.Equal(c, fc.Spec.Components[i].Name, cs.Name, "components in spec order")
+			assert.Equal(c, v1alpha1.RolloutDone, cs.Rollout, "rollout of %s", cs.Name)
+		}
+		assertCondition(c, fc, v1alpha1.ConditionReady, metav1.ConditionTrue, v1alpha1.ReasonAvailable)
+		assertCondition(c, fc, v1alpha1.ConditionMembersConnected, metav1.ConditionTrue, v1alpha1.ReasonConnected)
+		assertCondition(c, fc, v1alpha1.ConditionProgressing, metav1.ConditionFalse, v1alpha1.ReasonComplete)
+	}, wait, tick, "FederationCluster %s did not settle", key)
+	return fc
+}
+
+func assertCondition(t assert.TestingT, fc *v1alpha1.FederationCluster, typ string, status metav1.ConditionStatus, reason string) bool {
+	c := meta.FindStatusCondition(fc.Status.Conditions, typ)
+	if !assert.NotNil(t, c, "condition %s", typ) {
+		return false
+	}
+	return assert.Equal(t, status, c.Status, "condition %s: %s", typ, c.Message) && assert.Equal(t, reason, c.Reason, "reason of %s: %s", typ, c.Message)
+}
+
+// memberPods returns fedop's pods of fc in every member, read from the API
+// servers directly, by member/name.
+func memberPods(t require.TestingT, env *testenv.Federation, ns string) map[string]corev1.Pod {
+	out := map[string]corev1.Pod{}
+	for _, m := range env.Members {
+		var list corev1.PodList
+		require.NoError(t, m.Client.List(context.Background(), &list, client.InNamespace(ns),
+			client.MatchingLabels{v1alpha1.LabelManagedBy: v1alpha1.ManagedBy, v1alpha1.LabelInstance: fcName}))
+		for _, p := range list.Items {
+			out[m.Name+"/"+p.Name] = p
+		}
+	}
+	return out
+}
+
+// decoys are objects in every member that look like fedop's by name but
+// carry no app.kubernetes.io/managed-by=fedop label: fedop must never touch
+// them.
+type decoys struct {
+	env     *testenv.Federation
+	objects map[string]client.Object // member/kind/name -> as created
+}
+
+func createDecoys(t *testing.T, env *testenv.Federation, ns string) *decoys {
+	t.Helper()
+	d := &decoys{env: env, objects: map[string]client.Object{}}
+	for _, m := range env.Members {
+		objs := []client.Object{
+			// Named like an ordinal of pd, with fedop's instance and
+			// component labels, but not managed by fedop.
+			&corev1.Pod{
+				ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fcName + "-pd-99", Labels: map[string]string{
+					"app": fcName + "-pd", v1alpha1.LabelInstance: fcName, v1alpha1.LabelComponent: "pd",
+				}},
+				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "pd", Image: "pingcap/pd:v8.5.0"}}},
+			},
+			&corev1.Pod{
+				ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fcName + "-pd-0-decoy"},
+				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "pd", Image: "pingcap/pd:v8.5.0"}}},
+			},
+			&corev1.Service{
+				ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fcName + "-decoy", Labels: map[string]string{v1alpha1.LabelInstance: fcName}},
+				Spec:       corev1.ServiceSpec{ClusterIP: corev1.ClusterIPNone, Selector: map[string]string{"app": fcName + "-pd"}},
+			},
+		}
+		for _, o := range objs {
+			require.NoError(t, m.Client.Create(context.Background(), o))
+			kind := "pod"
+			if _, ok := o.(*corev1.Service); ok {
+				kind = "service"
+			}
+			d.objects[m.Name+"/"+kind+"/"+o.GetName()] = o
+		}
+	}
+	return d
+}
+
+// assertUntouched checks that every decoy is still there, the same
+// instance, not being deleted, with its labels, and that fedop's field
+// manager never wrote to it.
+func (d *decoys) assertUntouched(t *testing.T) {
+	t.Helper()
+	for key, want := range d.objects {
+		memberName := strings.SplitN(key, "/", 2)[0]
+		got := want.DeepCopyObject().(client.Object)
+		if !assert.NoError(t, d.env.Member(memberName).Client.Get(context.Background(), client.ObjectKeyFromObject(want), got), "decoy %s", key) {
+			continue
+		}
+		assert.Equal(t, want.GetUID(), got.GetUID(), "decoy %s was replaced", key)
+		assert.Nil(t, got.GetDeletionTimestamp(), "decoy %s is being deleted", key)
+		assert.Equal(t, want.GetLabels(), got.GetLabels(), "labels of decoy %s", key)
+		for _, mf := range got.GetManagedFields() {
+			assert.NotEqual(t, v1alpha1.FieldManager, mf.Manager, "fedop wrote to decoy %s", key)
+		}
+	}
+}
