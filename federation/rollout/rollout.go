@@ -369,6 +369,12 @@ func wait(op *v1alpha1.Operation, why string, after time.Duration) Plan {
 	return Plan{Operation: op, Message: "waiting: " + why, RequeueAfter: after}
 }
 
+// waiting is wait for inFlight, which returns a plan by pointer.
+func waiting(op *v1alpha1.Operation, why string, after time.Duration) *Plan {
+	plan := wait(op, why, after)
+	return &plan
+}
+
 func ref(component, member string, pod *Pod) *PodRef {
 	return &PodRef{Component: component, Member: member, Name: pod.Name, Ordinal: pod.Ordinal, UID: pod.UID, Revision: pod.Revision}
 }
@@ -409,16 +415,13 @@ func (p *planner) inFlight(op *v1alpha1.Operation, completed *Plan) *Plan {
 		// The old instance is still there: its deletion was acknowledged
 		// but not yet observed. Repeat it (same UID precondition).
 		if pod.Terminating {
-			plan := wait(op, fmt.Sprintf("pod %s in %s is terminating", pod.Name, pl.Member), 0)
-			return &plan
+			return waiting(op, fmt.Sprintf("pod %s in %s is terminating", pod.Name, pl.Member), 0)
 		}
 		if !pl.Connected {
-			plan := wait(op, fmt.Sprintf("member %s is not connected", pl.Member), 0)
-			return &plan
+			return waiting(op, fmt.Sprintf("member %s is not connected", pl.Member), 0)
 		}
 		if p.Paused {
-			plan := wait(op, "paused: no pod is deleted", 0)
-			return &plan
+			return waiting(op, "paused: no pod is deleted", 0)
 		}
 		return &Plan{Operation: op, Delete: ref(op.Component, pl.Member, pod), Message: fmt.Sprintf("deleting pod %s in %s", pod.Name, pl.Member)}
 	case removal:
@@ -433,8 +436,7 @@ func (p *planner) inFlight(op *v1alpha1.Operation, completed *Plan) *Plan {
 			return nil
 		}
 		if !pl.Connected {
-			plan := wait(op, fmt.Sprintf("member %s is not connected", pl.Member), 0)
-			return &plan
+			return waiting(op, fmt.Sprintf("member %s is not connected", pl.Member), 0)
 		}
 		ordinal, _ := ParseOrdinal(p.Name, op.Component, op.Pod)
 		op.TargetRevision = pl.Revision
@@ -444,12 +446,10 @@ func (p *planner) inFlight(op *v1alpha1.Operation, completed *Plan) *Plan {
 			Message:   fmt.Sprintf("creating pod %s in %s", op.Pod, pl.Member),
 		}
 	case pod.Terminating:
-		plan := wait(op, fmt.Sprintf("pod %s in %s is terminating", pod.Name, pl.Member), 0)
-		return &plan
+		return waiting(op, fmt.Sprintf("pod %s in %s is terminating", pod.Name, pl.Member), 0)
 	}
 	if ok, left := p.available(pod); !ok {
-		plan := wait(op, fmt.Sprintf("pod %s in %s to become available", pod.Name, pl.Member), left)
-		return &plan
+		return waiting(op, fmt.Sprintf("pod %s in %s to become available", pod.Name, pl.Member), left)
 	}
 	*completed = Plan{Completed: ref(op.Component, pl.Member, pod), CompletedAt: p.availableSince(pod)}
 	op.Pod, op.PodUID = "", ""
