@@ -105,7 +105,7 @@ kind: ClusterRole
 metadata:
   name: $CLUSTER_ROLE
   labels:
-    app.kubernetes.io/managed-by: fedop
+    app.kubernetes.io/part-of: fedop
 rules:
 - apiGroups: [""]
   resources: [namespaces]
@@ -122,7 +122,7 @@ kind: ClusterRoleBinding
 metadata:
   name: $CLUSTER_ROLE
   labels:
-    app.kubernetes.io/managed-by: fedop
+    app.kubernetes.io/part-of: fedop
 roleRef:
   apiGroup: rbac.authorization.k8s.io
   kind: ClusterRole
