@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
 
 	"github.com/fedop-io/fedop/api/v1alpha1"
 	"github.com/fedop-io/fedop/federation"
@@ -64,6 +65,11 @@ func initialized(t *testing.T, base string) *scenario {
 	ns := setupNamespace(t, env, base)
 	s := &scenario{env: env, kubelet: k, ns: ns, key: client.ObjectKey{Namespace: ns, Name: fcName}}
 	s.decoys = createDecoys(t, env, ns)
+	t.Cleanup(func() {
+		if t.Failed() {
+			dumpState(t, env, s.key)
+		}
+	})
 	s.checker = startChecker(t, env, k, ns, fcName)
 	s.fedop = startFedop(t, env, ns+"-1")
 	fc := sampleFC(ns)
@@ -72,6 +78,35 @@ func initialized(t *testing.T, base string) *scenario {
 	requireSettled(t, env, s.key)
 	require.ElementsMatch(t, initialPods, slices.Collect(maps.Keys(memberPods(t, env, ns))))
 	return s
+}
+
+// dumpState logs the FederationCluster's status and every member's pods of
+// its namespace, to explain a failure.
+func dumpState(t *testing.T, env *testenv.Federation, key client.ObjectKey) {
+	fc := &v1alpha1.FederationCluster{}
+	if err := env.Host.Client.Get(context.Background(), key, fc); err == nil {
+		st, _ := yaml.Marshal(fc.Status)
+		t.Logf("FederationCluster %s (generation %d) status:\n%s", key, fc.Generation, st)
+	}
+	for _, m := range env.Members {
+		var pods corev1.PodList
+		if err := m.Client.List(context.Background(), &pods, client.InNamespace(key.Namespace)); err != nil {
+			continue
+		}
+		for _, p := range pods.Items {
+			ready, _ := podReadyCondition(&p)
+			t.Logf("%s/%s uid=%s revision=%s ready=%v deleting=%v", m.Name, p.Name, p.UID, p.Labels[v1alpha1.LabelRevision], ready, p.DeletionTimestamp != nil)
+		}
+	}
+}
+
+func podReadyCondition(p *corev1.Pod) (bool, bool) {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue, true
+		}
+	}
+	return false, false
 }
 
 // setImages moves every component to image tag tag.
