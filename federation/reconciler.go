@@ -8,7 +8,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/tools/events"
-	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -83,14 +82,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr manager.Manager) 
 	b := builder.ControllerManagedBy(mgr).
 		Named(ControllerName).
 		For(&v1alpha1.FederationCluster{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
-		// The classic client-go workqueue, not controller-runtime's priority
-		// queue (the default since v0.22): the priority queue files the
-		// initial list's events at low priority, and a restarted manager
-		// whose only trigger for a FederationCluster is that initial list
-		// must not wait behind anything. Starved initial-list items on
-		// v0.24.1 are reported in home-operations/miroir#122; fedop gains
-		// nothing from priorities with a handful of objects per manager.
-		WithOptions(controller.Options{MaxConcurrentReconciles: workers, UsePriorityQueue: ptr.To(false)})
+		WithOptions(controller.Options{MaxConcurrentReconciles: workers})
 	if r.Source != nil {
 		b = b.WatchesRawSource(r.Source(MapObject, r.mapMember(mgr.GetClient())))
 	}
@@ -107,19 +99,11 @@ func MapObject(_ string, obj client.Object) []reconcile.Request {
 	return []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: obj.GetNamespace(), Name: labels[v1alpha1.LabelInstance]}}}
 }
 
-// mapMemberTimeout bounds mapMember's cache read. The read waits only
-// while the FederationCluster informer has not synced yet; every
-// FederationCluster is enqueued by that informer's initial list anyway, so
-// giving up then loses nothing.
-const mapMemberTimeout = 5 * time.Second
-
 // mapMember maps a member to every FederationCluster that uses it.
 func (r *Reconciler) mapMember(c client.Reader) func(string) []reconcile.Request {
 	return func(name string) []reconcile.Request {
-		ctx, cancel := context.WithTimeout(context.Background(), mapMemberTimeout)
-		defer cancel()
 		var list v1alpha1.FederationClusterList
-		if err := c.List(ctx, &list, client.MatchingFields{memberIndex: name}); err != nil {
+		if err := c.List(context.Background(), &list, client.MatchingFields{memberIndex: name}); err != nil {
 			return nil
 		}
 		reqs := make([]reconcile.Request, 0, len(list.Items))

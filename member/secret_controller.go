@@ -13,7 +13,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -61,10 +60,7 @@ func (r *Registry) SetupWithManager(mgr ctrl.Manager) error {
 	err := ctrl.NewControllerManagedBy(mgr).
 		Named(controllerName).
 		For(&corev1.Secret{}, builder.WithPredicates(r.registrationPredicate())).
-		// The classic workqueue, as for the FederationCluster controller
-		// (see federation.Reconciler.SetupWithManager): registrations present
-		// at start arrive only through the initial list.
-		WithOptions(controller.Options{MaxConcurrentReconciles: maxConcurrentReconciles, UsePriorityQueue: ptr.To(false)}).
+		WithOptions(controller.Options{MaxConcurrentReconciles: maxConcurrentReconciles}).
 		Complete(reconcile.Func(r.reconcileSecret))
 	if err != nil {
 		return fmt.Errorf("adding the member cluster Secret controller: %w", err)
