@@ -385,7 +385,11 @@ func (k *kubelet) stop() {
 
 func (k *kubelet) observe(memberName string, obj any) {
 	pod, ok := obj.(*corev1.Pod)
-	if !ok || podReady(pod) || pod.DeletionTimestamp != nil {
+	if ok && pod.DeletionTimestamp != nil {
+		k.finishTermination(memberName, pod)
+		return
+	}
+	if !ok || podReady(pod) {
 		return
 	}
 	k.mu.Lock()
@@ -399,6 +403,26 @@ func (k *kubelet) observe(memberName string, obj any) {
 	time.AfterFunc(kubeletDelay, func() {
 		defer k.timers.Done()
 		k.markReady(memberName, key, uid)
+	})
+}
+
+// finishTermination removes a terminating pod, as a kubelet (bound pods) or
+// kube-controller-manager's pod GC (unbound ones) would. envtest has
+// neither, and an unbound pod is normally removed in the same request that
+// marks it terminating; but a client that gives up mid-request (a manager
+// stopped while deleting) can leave it marked and never removed.
+func (k *kubelet) finishTermination(memberName string, pod *corev1.Pod) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.stopped {
+		return
+	}
+	uid := pod.UID
+	stale := pod.DeepCopy()
+	k.timers.Add(1)
+	time.AfterFunc(kubeletDelay, func() {
+		defer k.timers.Done()
+		_ = k.clients[memberName].Delete(k.ctx, stale, client.GracePeriodSeconds(0), client.Preconditions{UID: &uid})
 	})
 }
 

@@ -99,11 +99,19 @@ func MapObject(_ string, obj client.Object) []reconcile.Request {
 	return []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: obj.GetNamespace(), Name: labels[v1alpha1.LabelInstance]}}}
 }
 
+// mapMemberTimeout bounds mapMember's cache read. The read waits only
+// while the FederationCluster informer has not synced yet; every
+// FederationCluster is enqueued by that informer's initial list anyway, so
+// giving up then loses nothing.
+const mapMemberTimeout = 5 * time.Second
+
 // mapMember maps a member to every FederationCluster that uses it.
 func (r *Reconciler) mapMember(c client.Reader) func(string) []reconcile.Request {
 	return func(name string) []reconcile.Request {
+		ctx, cancel := context.WithTimeout(context.Background(), mapMemberTimeout)
+		defer cancel()
 		var list v1alpha1.FederationClusterList
-		if err := c.List(context.Background(), &list, client.MatchingFields{memberIndex: name}); err != nil {
+		if err := c.List(ctx, &list, client.MatchingFields{memberIndex: name}); err != nil {
 			return nil
 		}
 		reqs := make([]reconcile.Request, 0, len(list.Items))
