@@ -78,6 +78,10 @@ lab-up: tools ## Start the host and member clusters ($(MEMBERS)) and register th
 demo: ## The main job from a fresh clone: lab, CRD, fedop-manager, the sample, a one-pod-at-a-time upgrade.
 	hack/demo.sh
 
+.PHONY: e2e
+e2e: tools ## End-to-end suite (e2e/, ten scenarios with faults) on a lab of its own in .lab/e2e, taken down after.
+	hack/e2e-lab.sh
+
 .PHONY: lab-down
 lab-down: ## Delete the lab's clusters; no process is left.
 	hack/lab.sh down
@@ -133,9 +137,10 @@ vet: ## Run go vet.
 ##@ Test
 
 .PHONY: test
-test: tools vet ## Unit and integration tests (real API servers from bin/), then the lab smoke test.
+test: tools vet ## Unit and integration tests (real API servers from bin/), the lab smoke test, then the e2e suite on a lab.
 	KUBEBUILDER_ASSETS=$(BIN) go test -race -count=1 ./...
 	hack/lab-smoke.sh
+	hack/e2e-lab.sh
 
 .PHONY: help
 help: ## Show this help.

@@ -37,7 +37,10 @@ type FederationClusterSpec struct {
 
 	// minReadySeconds is how long, in seconds, a created or replaced pod must
 	// stay Ready before it counts as available and the coordinator takes the
-	// next step. 0 to 3600; default 0 (available as soon as Ready).
+	// next step. As for Deployments, it is counted from the Ready condition's
+	// lastTransitionTime, which has one-second resolution: a pod counts as
+	// available between minReadySeconds-1 and minReadySeconds seconds after
+	// it became Ready. 0 to 3600; default 0 (available as soon as Ready).
 	// +optional
 	// +kubebuilder:validation:Minimum=0
 	// +kubebuilder:validation:Maximum=3600

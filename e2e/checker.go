@@ -1,0 +1,568 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	toolscache "k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/fedop-io/fedop/api/v1alpha1"
+)
+
+// Scheme holds the Kubernetes types and fedop's: what the suite's clients
+// and the Checker's caches read.
+var Scheme = func() *runtime.Scheme {
+	s := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(s); err != nil {
+		panic(err)
+	}
+	if err := v1alpha1.AddToScheme(s); err != nil {
+		panic(err)
+	}
+	return s
+}()
+
+// checkerSyncTimeout bounds the initial list of every watch of a Checker.
+const checkerSyncTimeout = 30 * time.Second
+
+// maxHistory bounds the events a Checker keeps per measurement window.
+const maxHistory = 10000
+
+// CheckerOptions say what a Checker watches.
+type CheckerOptions struct {
+	// Host is the host cluster: the checker reads the FederationCluster's
+	// spec there (desired counts per placement), never its status.
+	Host *rest.Config
+	// Members maps each member name the FederationCluster's topology uses
+	// to a configuration of the cluster that member name reaches. Two
+	// names may reach one cluster: pods are told apart by their
+	// fedop.io/member label.
+	Members map[string]*rest.Config
+	// Namespace and Name are the FederationCluster's.
+	Namespace, Name string
+}
+
+// Checker is the suite's independent invariant checker for one
+// FederationCluster. It has its own watches: the FederationCluster on the
+// host (its spec only) and fedop's pods of it in every member (selected by
+// the contract's labels: app.kubernetes.io/managed-by=fedop,
+// app.kubernetes.io/instance=<name>, fedop.io/member=<member>). It stamps
+// every event with its own receive time, and at every event recomputes
+//
+//	unavailable = sum over placements of max(0, desired - pods Ready and not terminating)
+//
+// keeping the maximum, the order of deletions (a pod counts as deleted at
+// the first event that shows its deletionTimestamp, or at its delete event
+// if none did) with the unavailable count just before each, and the pods'
+// Ready times, from which Report derives each rollout step's overhead.
+//
+// It never reads fedop's status: what it reports is what the members show.
+// A member that is down delivers no events, so for that time the checker
+// holds the member's last known state, as anyone watching it would.
+type Checker struct {
+	namespace, name string
+	cancel          context.CancelFunc
+	// watches counts the running caches.
+	watches sync.WaitGroup
+
+	// mu guards l: handlers of several informers call in concurrently.
+	mu sync.Mutex
+	l  *ledger
+}
+
+// StartChecker starts a Checker and returns once each of its watches has
+// listed what exists. Stop it with Stop.
+func StartChecker(ctx context.Context, opts CheckerOptions) (*Checker, error) {
+	wctx, cancel := context.WithCancel(context.Background())
+	c := &Checker{namespace: opts.Namespace, name: opts.Name, cancel: cancel, l: newLedger(time.Now())}
+	fail := func(err error) (*Checker, error) {
+		c.Stop()
+		return nil, err
+	}
+
+	host, err := cache.New(opts.Host, cache.Options{
+		Scheme:            Scheme,
+		DefaultNamespaces: map[string]cache.Config{opts.Namespace: {}},
+		ByObject: map[client.Object]cache.ByObject{
+			&v1alpha1.FederationCluster{}: {Field: fields.OneTermEqualSelector("metadata.name", opts.Name)},
+		},
+	})
+	if err != nil {
+		return fail(fmt.Errorf("checker: host cache: %w", err))
+	}
+	if err := c.watch(wctx, host, &v1alpha1.FederationCluster{}, toolscache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { c.onSpec(obj, false) },
+		UpdateFunc: func(_, obj any) { c.onSpec(obj, false) },
+		DeleteFunc: func(obj any) { c.onSpec(obj, true) },
+	}); err != nil {
+		return fail(fmt.Errorf("checker: host: %w", err))
+	}
+
+	caches := []cache.Cache{host}
+	names := make([]string, 0, len(opts.Members))
+	for name := range opts.Members {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		mc, err := cache.New(opts.Members[name], cache.Options{
+			Scheme:            Scheme,
+			DefaultNamespaces: map[string]cache.Config{opts.Namespace: {}},
+			DefaultLabelSelector: labels.SelectorFromSet(labels.Set{
+				v1alpha1.LabelManagedBy: v1alpha1.ManagedBy,
+				v1alpha1.LabelInstance:  opts.Name,
+				v1alpha1.LabelMember:    name,
+			}),
+		})
+		if err != nil {
+			return fail(fmt.Errorf("checker: member %s cache: %w", name, err))
+		}
+		if err := c.watch(wctx, mc, &corev1.Pod{}, toolscache.ResourceEventHandlerFuncs{
+			AddFunc:    func(obj any) { c.onPod(name, obj, false) },
+			UpdateFunc: func(_, obj any) { c.onPod(name, obj, false) },
+			DeleteFunc: func(obj any) { c.onPod(name, obj, true) },
+		}); err != nil {
+			return fail(fmt.Errorf("checker: member %s: %w", name, err))
+		}
+		caches = append(caches, mc)
+	}
+
+	sctx, cancelSync := context.WithTimeout(ctx, checkerSyncTimeout)
+	defer cancelSync()
+	for _, ch := range caches {
+		if !ch.WaitForCacheSync(sctx) {
+			return fail(fmt.Errorf("checker: a watch did not sync within %s", checkerSyncTimeout))
+		}
+	}
+	return c, nil
+}
+
+// watch adds handler to ch's informer for obj and starts ch.
+func (c *Checker) watch(ctx context.Context, ch cache.Cache, obj client.Object, handler toolscache.ResourceEventHandler) error {
+	inf, err := ch.GetInformer(ctx, obj)
+	if err != nil {
+		return err
+	}
+	if _, err := inf.AddEventHandler(handler); err != nil {
+		return err
+	}
+	c.watches.Go(func() { _ = ch.Start(ctx) })
+	return nil
+}
+
+// Stop stops the checker's watches and waits for them. Report still works.
+func (c *Checker) Stop() {
+	c.cancel()
+	c.watches.Wait()
+}
+
+func (c *Checker) onSpec(obj any, gone bool) {
+	at := time.Now()
+	if tomb, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
+		obj = tomb.Obj
+	}
+	fc, ok := obj.(*v1alpha1.FederationCluster)
+	if !ok {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.l.spec(fc.Generation, &fc.Spec, gone || fc.DeletionTimestamp != nil, at)
+}
+
+func (c *Checker) onPod(member string, obj any, gone bool) {
+	at := time.Now()
+	if tomb, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
+		obj = tomb.Obj
+	}
+	pod, ok := obj.(*corev1.Pod)
+	if !ok {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.l.pod(member, pod, gone, at)
+}
+
+// Expect tells the checker the spec about to be written (nil: the
+// FederationCluster is about to be deleted), so that desired counts change
+// before fedop can act on them. Without it, the checker learns a new spec
+// from its host watch, which may deliver it after a member watch delivered
+// fedop's reaction (a scale-in's deletion, say): a false unavailable pod.
+// Events from the host for the generation in place or older are then
+// ignored; the next generation (the write this announces) and later ones
+// apply.
+func (c *Checker) Expect(spec *v1alpha1.FederationClusterSpec) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.l.expect(spec, time.Now())
+}
+
+// Reset starts a new measurement window: the maximum restarts from the
+// current unavailable count, and the deletions, steps and history recorded
+// so far are dropped. Pods' states are kept.
+func (c *Checker) Reset() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.l.reset(time.Now())
+}
+
+// Report returns what the checker saw since the window started.
+func (c *Checker) Report() Report {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.l.report(time.Now())
+}
+
+// Deletion is one pod instance seen going.
+type Deletion struct {
+	Member, Pod string
+	UID         types.UID
+	// At is when the checker received the first event showing the pod's
+	// deletionTimestamp (or its delete event, if no event showed it).
+	At time.Time
+	// UnavailableBefore is the unavailable count just before it.
+	UnavailableBefore int
+}
+
+// String returns member/pod.
+func (d Deletion) String() string { return d.Member + "/" + d.Pod }
+
+// Step is one rollout step after the first of a window: the deletion To
+// and the deletion before it, From.
+type Step struct {
+	From, To Deletion
+	// Overhead is the time from the end of the previous step to To's
+	// deletion. The previous step ended when its replacement (a new
+	// instance with From's member and name) became Ready, or, for a pod
+	// not replaced (scale-in), when it was gone. It includes
+	// minReadySeconds.
+	Overhead time.Duration
+	// After says what ended the previous step: "ready" or "gone".
+	After string
+}
+
+// Event is one change the checker saw.
+type Event struct {
+	At time.Time
+	// Kind is created, ready, unready, deleted (deletionTimestamp seen) or
+	// gone (delete event), or spec (desired counts changed).
+	Kind        string
+	Member, Pod string
+	// Unavailable is the unavailable count after the event.
+	Unavailable int
+}
+
+func (e Event) String() string {
+	if e.Kind == "spec" {
+		return fmt.Sprintf("%s spec (unavailable %d)", e.At.Format("15:04:05.000"), e.Unavailable)
+	}
+	return fmt.Sprintf("%s %s %s/%s (unavailable %d)", e.At.Format("15:04:05.000"), e.Kind, e.Member, e.Pod, e.Unavailable)
+}
+
+// Report is what a Checker saw in one measurement window.
+type Report struct {
+	// Window is the time since the window started.
+	Window time.Duration
+	// Unavailable is the count now; MaxUnavailable the window's maximum,
+	// first reached at MaxUnavailableAt.
+	Unavailable, MaxUnavailable int
+	MaxUnavailableAt            time.Time
+	// Desired is the total desired count now.
+	Desired int
+	// Deletions in the order seen.
+	Deletions []Deletion
+	// Steps has one entry per deletion after the first whose previous step
+	// had ended before it.
+	Steps []Step
+	// Overlaps lists deletions seen before the previous step had ended
+	// (its replacement not yet Ready, or the pod not yet gone and its
+	// placement healed): a rollout that was not one pod at a time.
+	Overlaps []string
+	// History is every change seen, in order (at most 10000).
+	History []Event
+}
+
+// DeletionOrder returns the deletions as member/pod, in order.
+func (r Report) DeletionOrder() []string {
+	out := make([]string, 0, len(r.Deletions))
+	for _, d := range r.Deletions {
+		out = append(out, d.String())
+	}
+	return out
+}
+
+// Overheads returns the steps' overheads, in order.
+func (r Report) Overheads() []time.Duration {
+	out := make([]time.Duration, 0, len(r.Steps))
+	for _, s := range r.Steps {
+		out = append(out, s.Overhead)
+	}
+	return out
+}
+
+// Percentile returns the p-th percentile (0 < p <= 100, nearest rank) of
+// ds, or 0 when ds is empty.
+func Percentile(ds []time.Duration, p float64) time.Duration {
+	if len(ds) == 0 {
+		return 0
+	}
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	rank := int(math.Ceil(p / 100 * float64(len(s))))
+	return s[min(max(rank, 1), len(s))-1]
+}
+
+// Summary is a one-line account of r: maximum unavailable, deletions,
+// steps and the steps' overhead percentiles.
+func (r Report) Summary() string {
+	o := r.Overheads()
+	if len(o) == 0 {
+		return fmt.Sprintf("max unavailable %d, %d deletions, no step", r.MaxUnavailable, len(r.Deletions))
+	}
+	return fmt.Sprintf("max unavailable %d, %d deletions, %d steps, overhead p50 %s p90 %s p99 %s max %s",
+		r.MaxUnavailable, len(r.Deletions), len(r.Steps),
+		fmtDuration(Percentile(o, 50)), fmtDuration(Percentile(o, 90)), fmtDuration(Percentile(o, 99)), fmtDuration(slices.Max(o)))
+}
+
+func fmtDuration(d time.Duration) string { return d.Round(time.Millisecond).String() }
+
+// ledger is the Checker's bookkeeping, fed events with their receive
+// times. It does no I/O, so it is tested with made-up events.
+type ledger struct {
+	// desired is replicas by member/component.
+	desired map[string]int
+	// deleting is set once the FederationCluster is being deleted: its
+	// pods are no longer desired.
+	deleting bool
+	// appliedGen is the spec generation desired comes from; seenGen the
+	// highest generation any host event showed.
+	appliedGen, seenGen int64
+
+	// pods holds every pod instance seen, by UID, gone ones included:
+	// steps are matched against them.
+	pods map[types.UID]*podRecord
+
+	unavailable, maxUnavailable int
+	maxAt, windowStart          time.Time
+	deletions                   []Deletion
+	steps                       []Step
+	overlaps                    []string
+	history                     []Event
+}
+
+type podRecord struct {
+	member, component, name string
+	uid                     types.UID
+	firstSeen               time.Time
+	ready                   bool
+	// readyAt is when the instance was first seen Ready.
+	readyAt time.Time
+	// deletedAt is when its deletion was first seen; goneAt when its
+	// delete event came.
+	deletedAt, goneAt time.Time
+}
+
+func newLedger(now time.Time) *ledger {
+	return &ledger{desired: map[string]int{}, pods: map[types.UID]*podRecord{}, windowStart: now, maxAt: now}
+}
+
+func desiredOf(spec *v1alpha1.FederationClusterSpec) map[string]int {
+	out := map[string]int{}
+	for _, c := range spec.Components {
+		for _, p := range c.Topology {
+			out[p.Member+"/"+c.Name] += int(p.Replicas)
+		}
+	}
+	return out
+}
+
+// spec records a host event of the FederationCluster: generation gen with
+// spec, deleting when it is being deleted or gone.
+func (l *ledger) spec(gen int64, spec *v1alpha1.FederationClusterSpec, deleting bool, at time.Time) {
+	l.seenGen = max(l.seenGen, gen)
+	switch {
+	case deleting && !l.deleting:
+		l.deleting, l.desired = true, map[string]int{}
+	case !l.deleting && gen > l.appliedGen:
+		l.desired, l.appliedGen = desiredOf(spec), gen
+	default:
+		return
+	}
+	l.evaluate(at)
+	l.record(Event{At: at, Kind: "spec", Unavailable: l.unavailable})
+}
+
+// expect applies spec (nil: deletion) as the next generation's.
+func (l *ledger) expect(spec *v1alpha1.FederationClusterSpec, at time.Time) {
+	if spec == nil {
+		l.deleting, l.desired = true, map[string]int{}
+	} else {
+		l.desired, l.appliedGen = desiredOf(spec), l.seenGen+1
+	}
+	l.evaluate(at)
+	l.record(Event{At: at, Kind: "spec", Unavailable: l.unavailable})
+}
+
+// pod records an event of pod in member; gone for its delete event.
+func (l *ledger) pod(member string, pod *corev1.Pod, gone bool, at time.Time) {
+	before := l.unavailable
+	rec := l.pods[pod.UID]
+	if rec == nil {
+		rec = &podRecord{member: member, component: pod.Labels[v1alpha1.LabelComponent], name: pod.Name, uid: pod.UID, firstSeen: at}
+		l.pods[pod.UID] = rec
+		l.change(at, "created", rec)
+	}
+	if !rec.goneAt.IsZero() {
+		return // an event that lost the race with the delete event
+	}
+	if ready := !gone && podIsReady(pod); ready != rec.ready && !gone {
+		rec.ready = ready
+		if ready && rec.readyAt.IsZero() {
+			rec.readyAt = at
+		}
+		l.change(at, map[bool]string{true: "ready", false: "unready"}[ready], rec)
+	}
+	if (gone || pod.DeletionTimestamp != nil) && rec.deletedAt.IsZero() {
+		rec.deletedAt = at
+		d := Deletion{Member: member, Pod: pod.Name, UID: pod.UID, At: at, UnavailableBefore: before}
+		l.step(d, at)
+		l.deletions = append(l.deletions, d)
+		l.change(at, "deleted", rec)
+	}
+	if gone {
+		rec.goneAt, rec.ready = at, false
+		l.change(at, "gone", rec)
+	}
+}
+
+// change re-evaluates and records an event about rec.
+func (l *ledger) change(at time.Time, kind string, rec *podRecord) {
+	l.evaluate(at)
+	l.record(Event{At: at, Kind: kind, Member: rec.member, Pod: rec.name, Unavailable: l.unavailable})
+}
+
+func (l *ledger) record(e Event) {
+	if len(l.history) < maxHistory {
+		l.history = append(l.history, e)
+	}
+}
+
+// evaluate recomputes the unavailable count and the maximum.
+func (l *ledger) evaluate(at time.Time) {
+	available := map[string]int{}
+	for _, r := range l.pods {
+		if r.ready && r.deletedAt.IsZero() && r.goneAt.IsZero() {
+			available[r.member+"/"+r.component]++
+		}
+	}
+	u := 0
+	for key, want := range l.desired {
+		u += max(0, want-available[key])
+	}
+	l.unavailable = u
+	if u > l.maxUnavailable {
+		l.maxUnavailable, l.maxAt = u, at
+	}
+}
+
+func (l *ledger) reset(at time.Time) {
+	l.maxUnavailable, l.maxAt, l.windowStart = l.unavailable, at, at
+	l.deletions, l.steps, l.overlaps, l.history = nil, nil, nil, nil
+}
+
+func (l *ledger) report(now time.Time) Report {
+	r := Report{
+		Window:           now.Sub(l.windowStart),
+		Unavailable:      l.unavailable,
+		MaxUnavailable:   l.maxUnavailable,
+		MaxUnavailableAt: l.maxAt,
+		Deletions:        slices.Clone(l.deletions),
+		Steps:            slices.Clone(l.steps),
+		Overlaps:         slices.Clone(l.overlaps),
+		History:          slices.Clone(l.history),
+	}
+	for _, n := range l.desired {
+		r.Desired += n
+	}
+	return r
+}
+
+// step records, when deletion to is seen at at, how it follows the
+// window's previous deletion: a step, with its overhead, if the previous
+// step had ended, else an overlap. It is decided with what is known at
+// that moment, so that a pod created later with the same name (a scale-out
+// reusing an ordinal) is not mistaken for a replacement. The previous step
+// ended when its replacement (a new instance with the same member and name,
+// seen since) became Ready; with no replacement seen, when the pod was gone
+// and its placement was not short of available pods (a scale-in's surplus
+// pod, or a pod no longer desired).
+func (l *ledger) step(to Deletion, at time.Time) {
+	if len(l.deletions) == 0 {
+		return
+	}
+	from := l.deletions[len(l.deletions)-1]
+	var repl *podRecord
+	for _, r := range l.pods {
+		if r.member == from.Member && r.name == from.Pod && r.uid != from.UID && !r.firstSeen.Before(from.At) {
+			if repl == nil || r.firstSeen.Before(repl.firstSeen) {
+				repl = r
+			}
+		}
+	}
+	old := l.pods[from.UID]
+	switch {
+	case repl != nil && !repl.readyAt.IsZero():
+		l.steps = append(l.steps, Step{From: from, To: to, Overhead: at.Sub(repl.readyAt), After: "ready"})
+	case repl == nil && old != nil && !old.goneAt.IsZero() && !l.short(old.member, old.component):
+		l.steps = append(l.steps, Step{From: from, To: to, Overhead: at.Sub(old.goneAt), After: "gone"})
+	default:
+		l.overlaps = append(l.overlaps, fmt.Sprintf("%s deleted at %s, before the step of %s ended", to, at.Format("15:04:05.000"), from))
+	}
+}
+
+// short reports whether member's placement of component has fewer
+// available pods than desired.
+func (l *ledger) short(member, component string) bool {
+	n := 0
+	for _, r := range l.pods {
+		if r.member == member && r.component == component && r.ready && r.deletedAt.IsZero() && r.goneAt.IsZero() {
+			n++
+		}
+	}
+	return n < l.desired[member+"/"+component]
+}
+
+func podIsReady(pod *corev1.Pod) bool {
+	for _, c := range pod.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// FormatHistory returns the events of h, one per line, for a test log.
+func FormatHistory(h []Event) string {
+	var b strings.Builder
+	for _, e := range h {
+		b.WriteString(e.String())
+		b.WriteByte('\n')
+	}
+	return b.String()
+}

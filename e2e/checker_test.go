@@ -1,0 +1,178 @@
+package e2e
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/fedop-io/fedop/api/v1alpha1"
+)
+
+// These tests feed the checker's ledger made-up events: they run in every
+// build (no cluster), unlike the scenarios.
+
+var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+func at(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
+
+func testPod(name, component string, uid types.UID, ready, terminating bool) *corev1.Pod {
+	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, UID: uid, Labels: map[string]string{v1alpha1.LabelComponent: component}}}
+	if ready {
+		p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
+	}
+	if terminating {
+		now := metav1.NewTime(t0)
+		p.DeletionTimestamp = &now
+	}
+	return p
+}
+
+func twoPodSpec(replicasA, replicasB int32) *v1alpha1.FederationClusterSpec {
+	return &v1alpha1.FederationClusterSpec{Components: []v1alpha1.Component{{
+		Name:     "pd",
+		Topology: []v1alpha1.Placement{{Member: "a", Replicas: replicasA}, {Member: "b", Replicas: replicasB}},
+	}}}
+}
+
+func TestLedgerRollingUpgrade(t *testing.T) {
+	l := newLedger(at(0))
+	l.spec(1, twoPodSpec(1, 1), false, at(0))
+	assert.Equal(t, 2, l.unavailable, "nothing exists yet")
+	l.pod("a", testPod("x-pd-0", "pd", "a0", true, false), false, at(1))
+	l.pod("b", testPod("x-pd-1", "pd", "b1", true, false), false, at(2))
+	require.Equal(t, 0, l.unavailable)
+	l.reset(at(3))
+
+	// Step 1: a's pod replaced; Ready at 1000.
+	l.pod("a", testPod("x-pd-0", "pd", "a0", true, true), false, at(100))
+	l.pod("a", testPod("x-pd-0", "pd", "a0", true, true), true, at(150))
+	l.pod("a", testPod("x-pd-0", "pd", "a0-new", false, false), false, at(200))
+	l.pod("a", testPod("x-pd-0", "pd", "a0-new", true, false), false, at(1000))
+	// Step 2: b's pod, deleted 1100ms after the replacement became Ready.
+	l.pod("b", testPod("x-pd-1", "pd", "b1", true, true), false, at(2100))
+	l.pod("b", testPod("x-pd-1", "pd", "b1", true, true), true, at(2150))
+	l.pod("b", testPod("x-pd-1", "pd", "b1-new", true, false), false, at(2300))
+
+	r := l.report(at(3000))
+	assert.Equal(t, 1, r.MaxUnavailable)
+	assert.Equal(t, 0, r.Unavailable)
+	assert.Equal(t, []string{"a/x-pd-0", "b/x-pd-1"}, r.DeletionOrder())
+	assert.Equal(t, []int{0, 0}, []int{r.Deletions[0].UnavailableBefore, r.Deletions[1].UnavailableBefore})
+	require.Len(t, r.Steps, 1)
+	assert.Equal(t, 1100*time.Millisecond, r.Steps[0].Overhead)
+	assert.Equal(t, "ready", r.Steps[0].After)
+	assert.Empty(t, r.Overlaps)
+}
+
+func TestLedgerOverlapAndLateEvents(t *testing.T) {
+	l := newLedger(at(0))
+	l.spec(1, twoPodSpec(1, 1), false, at(0))
+	l.pod("a", testPod("x-pd-0", "pd", "a0", true, false), false, at(1))
+	l.pod("b", testPod("x-pd-1", "pd", "b1", true, false), false, at(2))
+	l.reset(at(3))
+	l.pod("a", testPod("x-pd-0", "pd", "a0", true, true), false, at(100))
+	// b's pod goes before a's replacement exists: two unavailable.
+	l.pod("b", testPod("x-pd-1", "pd", "b1", true, false), true, at(200))
+	// A late update of a gone instance changes nothing.
+	l.pod("b", testPod("x-pd-1", "pd", "b1", true, false), false, at(300))
+
+	r := l.report(at(400))
+	assert.Equal(t, 2, r.MaxUnavailable)
+	assert.Equal(t, at(200), r.MaxUnavailableAt)
+	assert.Equal(t, 1, r.Deletions[1].UnavailableBefore)
+	assert.Len(t, r.Overlaps, 1)
+	assert.Empty(t, r.Steps)
+}
+
+func TestLedgerExpectAndDeletion(t *testing.T) {
+	l := newLedger(at(0))
+	l.spec(1, twoPodSpec(2, 0), false, at(0))
+	l.pod("a", testPod("x-pd-0", "pd", "a0", true, false), false, at(1))
+	l.pod("a", testPod("x-pd-1", "pd", "a1", true, false), false, at(2))
+	l.reset(at(3))
+
+	// Scale-in announced before it is written: the removal costs nothing,
+	// and a stale host event of the old generation does not undo it.
+	l.expect(twoPodSpec(1, 0), at(10))
+	l.spec(1, twoPodSpec(2, 0), false, at(11))
+	l.pod("a", testPod("x-pd-1", "pd", "a1", true, true), false, at(20))
+	l.spec(2, twoPodSpec(1, 0), false, at(30))
+	l.pod("a", testPod("x-pd-1", "pd", "a1", true, true), true, at(40))
+	assert.Equal(t, 0, l.report(at(50)).MaxUnavailable)
+
+	// Deleting the FederationCluster: nothing is desired any more.
+	l.spec(3, twoPodSpec(1, 0), true, at(60))
+	l.pod("a", testPod("x-pd-0", "pd", "a0", true, true), false, at(70))
+	r := l.report(at(80))
+	assert.Equal(t, 0, r.MaxUnavailable)
+	assert.Equal(t, 0, r.Desired)
+	require.Len(t, r.Steps, 1)
+	assert.Equal(t, "gone", r.Steps[0].After)
+	assert.Equal(t, 30*time.Millisecond, r.Steps[0].Overhead)
+}
+
+// A scale-out that later reuses a removed pod's name must not turn the
+// earlier scale-in steps into overlaps.
+func TestLedgerScaleInThenOut(t *testing.T) {
+	l := newLedger(at(0))
+	l.spec(1, twoPodSpec(2, 0), false, at(0))
+	l.pod("a", testPod("x-pd-0", "pd", "a0", true, false), false, at(1))
+	l.pod("a", testPod("x-pd-1", "pd", "a1", true, false), false, at(2))
+	l.reset(at(3))
+	l.expect(twoPodSpec(0, 0), at(10))
+	l.pod("a", testPod("x-pd-1", "pd", "a1", true, true), false, at(20))
+	l.pod("a", testPod("x-pd-1", "pd", "a1", true, true), true, at(30))
+	l.pod("a", testPod("x-pd-0", "pd", "a0", true, true), false, at(45))
+	l.pod("a", testPod("x-pd-0", "pd", "a0", true, true), true, at(50))
+	l.expect(twoPodSpec(1, 0), at(100))
+	l.pod("a", testPod("x-pd-1", "pd", "a1-again", false, false), false, at(110))
+	l.pod("a", testPod("x-pd-1", "pd", "a1-again", true, false), false, at(120))
+
+	r := l.report(at(200))
+	assert.Empty(t, r.Overlaps)
+	require.Len(t, r.Steps, 1)
+	assert.Equal(t, "gone", r.Steps[0].After)
+	assert.Equal(t, 15*time.Millisecond, r.Steps[0].Overhead)
+	assert.Equal(t, 1, r.MaxUnavailable, "the scale-out's pod, before it was Ready")
+}
+
+// An upgrade step whose pod is gone but not yet replaced has not ended.
+func TestLedgerDeletionBeforeReplacement(t *testing.T) {
+	l := newLedger(at(0))
+	l.spec(1, twoPodSpec(1, 1), false, at(0))
+	l.pod("a", testPod("x-pd-0", "pd", "a0", true, false), false, at(1))
+	l.pod("b", testPod("x-pd-1", "pd", "b1", true, false), false, at(2))
+	l.reset(at(3))
+	l.pod("a", testPod("x-pd-0", "pd", "a0", true, true), true, at(10))
+	l.pod("b", testPod("x-pd-1", "pd", "b1", true, true), false, at(20))
+	r := l.report(at(30))
+	assert.Len(t, r.Overlaps, 1)
+	assert.Equal(t, 2, r.MaxUnavailable)
+}
+
+func TestPercentile(t *testing.T) {
+	var ds []time.Duration
+	for i := 1; i <= 100; i++ {
+		ds = append(ds, time.Duration(i)*time.Millisecond)
+	}
+	assert.Equal(t, 50*time.Millisecond, Percentile(ds, 50))
+	assert.Equal(t, 99*time.Millisecond, Percentile(ds, 99))
+	assert.Equal(t, 100*time.Millisecond, Percentile(ds, 100))
+	assert.Equal(t, time.Duration(0), Percentile(nil, 50))
+	assert.Equal(t, 7*time.Millisecond, Percentile([]time.Duration{7 * time.Millisecond}, 99))
+}
+
+func TestParseMembers(t *testing.T) {
+	m, err := ParseMembers("k8s-a=/x/a.kubeconfig, k8s-b=/x/b.kubeconfig")
+	require.NoError(t, err)
+	assert.Equal(t, []MemberCluster{{"k8s-a", "/x/a.kubeconfig"}, {"k8s-b", "/x/b.kubeconfig"}}, m)
+	for _, bad := range []string{"k8s-a", "=x", "a=", "a=x,a=y"} {
+		_, err := ParseMembers(bad)
+		assert.Error(t, err, bad)
+	}
+}
