@@ -288,14 +288,23 @@ func (p *planner) missing(c *Component, limit int) []PodRef {
 	return out
 }
 
+// scope returns component c, or every component when c is nil.
+func (p *planner) scope(c *Component) []*Component {
+	if c != nil {
+		return []*Component{c}
+	}
+	all := make([]*Component, len(p.Components))
+	for i := range p.Components {
+		all[i] = &p.Components[i]
+	}
+	return all
+}
+
 // blocker says why component c (every component when c is nil) is not fully
 // available, or "" when it is, with how soon a Ready pod will count.
 func (p *planner) blocker(c *Component) (string, time.Duration) {
-	for ci := range p.Components {
-		comp := &p.Components[ci]
-		if c != nil && comp != c {
-			continue
-		}
+	scope := p.scope(c)
+	for _, comp := range scope {
 		for pi := range comp.Placements {
 			pl := &comp.Placements[pi]
 			if used(pl) && !pl.Connected {
@@ -303,11 +312,7 @@ func (p *planner) blocker(c *Component) (string, time.Duration) {
 			}
 		}
 	}
-	for ci := range p.Components {
-		comp := &p.Components[ci]
-		if c != nil && comp != c {
-			continue
-		}
+	for _, comp := range scope {
 		for pi := range comp.Placements {
 			pl := &comp.Placements[pi]
 			pods := slices.Clone(pl.Pods)
