@@ -52,6 +52,15 @@ answers() {
   [[ -f $kc ]] && "$KUBECTL" --kubeconfig "$kc" --request-timeout=5s get --raw /readyz >/dev/null 2>&1
 }
 
+# LAB_LOCK serializes cluster creation across every lab on this machine.
+# kwokctl picks each component's port by probing which is free and avoids
+# only the ports of clusters in its own workdir, so two labs created at the
+# same time (a developer's, the smoke test's, the e2e suite's, the
+# benchmark's) can pick the same port. Once kwokctl returns, its processes
+# hold their ports. flock -o keeps the lock out of kwokctl's hands: the
+# cluster's processes would inherit it and hold it as long as they run.
+LAB_LOCK=${LAB_LOCK:-${TMPDIR:-/tmp}/fedop-lab.lock}
+
 # up_cluster creates cluster $1, or starts it again when it exists but does
 # not answer (for example after a reboot), and writes its kubeconfig.
 up_cluster() {
@@ -62,12 +71,12 @@ up_cluster() {
       return 0
     fi
     log "Starting existing cluster $name"
-    "$KWOKCTL" start cluster --name "$name" --wait 60s >"$LAB_DIR/$name.log" 2>&1 ||
+    flock -o "$LAB_LOCK" "$KWOKCTL" start cluster --name "$name" --wait 60s >"$LAB_DIR/$name.log" 2>&1 ||
       die "starting cluster $name failed; see $LAB_DIR/$name.log"
   else
     log "Creating cluster $name"
     # --kubeconfig "" keeps kwokctl from editing ~/.kube/config.
-    "$KWOKCTL" create cluster --name "$name" \
+    flock -o "$LAB_LOCK" "$KWOKCTL" create cluster --name "$name" \
       --runtime binary \
       --kubeconfig "" \
       --secure-port=true \
