@@ -77,6 +77,7 @@ func (r *Reconciler) cleanup(ctx context.Context, fc *v1alpha1.FederationCluster
 			return r.writeFailed(ctx, err, "removing the finalizer")
 		}
 		r.expectations.forget(client.ObjectKeyFromObject(fc))
+		r.statusWrites.forget(client.ObjectKeyFromObject(fc))
 		return reconcile.Result{}, nil
 	}
 

@@ -253,7 +253,7 @@ func startFedop(t *testing.T, env *testenv.Federation, identity string) *fedop {
 		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
 	})
 	require.NoError(t, err)
-	registry := member.NewRegistry(member.Options{Scheme: scheme, ProbePeriod: probePeriod, SyncTimeout: 10 * time.Second})
+	registry := member.NewRegistry(member.Options{Scheme: scheme, ProbePeriod: probePeriod, SyncTimeout: 10 * time.Second, Transform: federation.TrimPod})
 	require.NoError(t, registry.SetupWithManager(mgr))
 	rec := &federation.Reconciler{
 		Client:   mgr.GetClient(),

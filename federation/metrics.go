@@ -13,7 +13,8 @@ var (
 		Help: "Rollout steps completed: a pod replaced, added or removed, and the result observed.",
 	})
 	// stepOverhead is the time fedop adds between steps: from the previous
-	// step's pod becoming available to the next deletion issued.
+	// step's pod becoming available (as this process first knew it:
+	// readyClock) to the next deletion issued.
 	stepOverhead = prometheus.NewHistogram(prometheus.HistogramOpts{
 		Name:    "fedop_rollout_step_overhead_seconds",
 		Help:    "Time from the previous step's pod becoming available to the next disruptive action issued.",

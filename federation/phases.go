@@ -60,7 +60,11 @@ func (r *Reconciler) act(ctx context.Context, fc *v1alpha1.FederationCluster, ob
 			// instance is gone either way.
 			r.expectations.expectDelete(key, *d, obs.now)
 			if plan.Completed != nil {
-				stepOverhead.Observe(r.now().Sub(plan.CompletedAt).Seconds())
+				since := plan.CompletedAt
+				if r.readyClock != nil {
+					since = r.readyClock.availableAt(plan.Completed.UID, since)
+				}
+				stepOverhead.Observe(r.now().Sub(since).Seconds())
 			}
 		default:
 			errs = append(errs, fmt.Errorf("deleting pod %s in member %s: %w", d.Name, d.Member, err))

@@ -33,6 +33,11 @@ const memberIndex = "fedop.io/members"
 // guarantees progress if that event is filtered out (a status-only write).
 const conflictRequeue = 200 * time.Millisecond
 
+// staleRequeue is how soon a reconcile that read a FederationCluster older
+// than this process's own last write of it runs again: the cache is a watch
+// event behind, usually milliseconds.
+const staleRequeue = 20 * time.Millisecond
+
 // Reconciler reconciles FederationClusters: it observes their pods in every
 // member cache, plans the next step with the rollout planner, records it in
 // status.operation (the status-flag mutex) and takes it.
@@ -55,6 +60,8 @@ type Reconciler struct {
 	MaxConcurrentReconciles int
 
 	expectations *expectations
+	statusWrites *statusWrites
+	readyClock   *readyClock
 }
 
 func (r *Reconciler) now() time.Time {
@@ -70,6 +77,8 @@ func (r *Reconciler) now() time.Time {
 // wake the reconciler when something it waits for happens.
 func (r *Reconciler) SetupWithManager(ctx context.Context, mgr manager.Manager) error {
 	r.expectations = newExpectations()
+	r.statusWrites = newStatusWrites()
+	r.readyClock = newReadyClock(r.now)
 	if err := mgr.GetFieldIndexer().IndexField(ctx, &v1alpha1.FederationCluster{}, memberIndex, func(o client.Object) []string {
 		return memberNames(o.(*v1alpha1.FederationCluster))
 	}); err != nil {
@@ -84,7 +93,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr manager.Manager) 
 		For(&v1alpha1.FederationCluster{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
 		WithOptions(controller.Options{MaxConcurrentReconciles: workers})
 	if r.Source != nil {
-		b = b.WatchesRawSource(r.Source(MapObject, r.mapMember(mgr.GetClient())))
+		b = b.WatchesRawSource(r.Source(r.mapObject, r.mapMember(mgr.GetClient())))
 	}
 	return b.Complete(r)
 }
@@ -97,6 +106,13 @@ func MapObject(_ string, obj client.Object) []reconcile.Request {
 		return nil
 	}
 	return []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: obj.GetNamespace(), Name: labels[v1alpha1.LabelInstance]}}}
+}
+
+// mapObject is MapObject, noting pods that just became Ready for the step
+// overhead metric on the way.
+func (r *Reconciler) mapObject(member string, obj client.Object) []reconcile.Request {
+	r.readyClock.observe(obj)
+	return MapObject(member, obj)
 }
 
 // mapMemberTimeout bounds mapMember's cache read. The read waits only
@@ -131,8 +147,16 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err := r.Client.Get(ctx, req.NamespacedName, fc); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.expectations.forget(req.NamespacedName)
+			r.statusWrites.forget(req.NamespacedName)
 		}
 		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	if r.statusWrites.stale(fc, r.now()) {
+		// The cache has not caught up with this process's last status
+		// write (its watch event is on the way); a write now could only
+		// conflict. Status-only updates pass no predicate, so look again
+		// shortly rather than wait for an event.
+		return reconcile.Result{RequeueAfter: staleRequeue}, nil
 	}
 	if !fc.DeletionTimestamp.IsZero() {
 		return r.cleanup(ctx, fc)
@@ -154,11 +178,23 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	// Acknowledge: the operation, naming the pod about to be acted on, is
 	// recorded before the action, with the resourceVersion read. A conflict
 	// means someone moved first; the step is planned again from fresh state.
+	// Facts that change within a step (counts, the Progressing message) are
+	// written at most every statusRefresh while the operation is unchanged.
 	before := fc.Status.DeepCopy()
+	requeue := plan.RequeueAfter
 	if !equality.Semantic.DeepEqual(fc.Status, status) {
-		fc.Status = status
-		if err := r.Client.Status().Update(ctx, fc); err != nil {
-			return r.writeFailed(ctx, err, "writing status")
+		key := client.ObjectKeyFromObject(fc)
+		if wait := r.statusWrites.defer_(key, fc, &status, obs.now); wait > 0 {
+			if requeue == 0 || wait < requeue {
+				requeue = wait
+			}
+		} else {
+			replaced := fc.ResourceVersion
+			fc.Status = status
+			if err := r.Client.Status().Update(ctx, fc); err != nil {
+				return r.writeFailed(ctx, err, "writing status")
+			}
+			r.statusWrites.wrote(key, obs.now, replaced)
 		}
 	}
 	r.recordTransitions(fc, before, plan, obs)
@@ -170,7 +206,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if plan.Delete != nil || len(plan.Create) > 0 {
 		log.V(1).Info("Acted", "creates", len(plan.Create), "delete", plan.Delete != nil, "message", plan.Message)
 	}
-	return reconcile.Result{RequeueAfter: plan.RequeueAfter}, nil
+	return reconcile.Result{RequeueAfter: requeue}, nil
 }
 
 // writeFailed turns a failed write to the FederationCluster into a result:

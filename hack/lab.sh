@@ -18,6 +18,8 @@
 #   LAB_DIR       state and kubeconfigs (default .lab): .lab/<name>.kubeconfig
 #   LAB_ZONES     zones of each member's fake nodes (default "a b c")
 #   LAB_NODES_PER_ZONE  fake nodes per zone (default 1)
+#   LAB_KWOK_STAGES     a file of extra kwok Stages, appended to the lab's
+#                       own (hack/bench.sh adds a readiness delay this way)
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
@@ -38,6 +40,62 @@ export KWOK_WORKDIR=$LAB_DIR/kwok
 # would make them exit for good.
 KWOKCTL=$BIN/kwokctl
 KUBECTL=$(kubectl_bin)
+
+# kwok_stages prints the kwok Stages every lab cluster runs. kwokctl reads
+# $KWOK_WORKDIR/kwok.yaml when it creates a cluster, and Stages found there
+# replace its defaults, so kwok's own defaults for a binary-runtime cluster
+# are taken from the kwok module that hack/tools/go.mod pins, with one
+# change: pod-delete.
+#
+# kwok's pod-delete Stage finishes a terminating pod with a DELETE by name,
+# grace period 0 and no UID precondition (kwok v0.8.0,
+# pkg/kwok/controllers/pod_controller.go, deleteResource). That DELETE first
+# lowers the pod's deletionGracePeriodSeconds to 0 (an update, so a watch
+# event) and then removes it; kwok sees that update as one more terminating
+# pod and plays pod-delete again. The second DELETE usually finds nothing,
+# but when a controller has recreated a pod of the same name in the
+# meantime (fedop and the StatefulSet controller both keep names across an
+# upgrade) it deletes the fresh replacement: a deletion no controller made,
+# which made e2e scenarios fail. The lab's pod-delete therefore skips pods
+# whose grace period is already 0: the API server is removing those
+# already. (The selector compares strings, hence tostring.)
+kwok_stages() {
+  local kwok dir f
+  kwok=$(cd "$ROOT/hack/tools" && go list -m -f '{{.Dir}}' sigs.k8s.io/kwok) ||
+    die "cannot find the kwok module: run 'make tools'"
+  dir=$kwok/kustomize/stage
+  for f in node/fast/node-initialize.yaml node/heartbeat-with-lease/node-heartbeat-with-lease.yaml \
+    pod/fast/pod-ready.yaml pod/fast/pod-complete.yaml; do
+    [[ -f $dir/$f ]] || die "kwok Stage $dir/$f not found"
+    echo "---"
+    cat "$dir/$f"
+  done
+  cat <<'EOF'
+---
+apiVersion: kwok.x-k8s.io/v1alpha1
+kind: Stage
+metadata:
+  name: pod-delete
+spec:
+  resourceRef:
+    apiGroup: v1
+    kind: Pod
+  selector:
+    matchExpressions:
+    - key: '.metadata.deletionTimestamp'
+      operator: 'Exists'
+    - key: '.metadata.deletionGracePeriodSeconds | tostring'
+      operator: 'NotIn'
+      values: ['0']
+  next:
+    delete: true
+EOF
+  if [[ -n ${LAB_KWOK_STAGES:-} ]]; then
+    [[ -f $LAB_KWOK_STAGES ]] || die "LAB_KWOK_STAGES=$LAB_KWOK_STAGES: no such file"
+    echo "---"
+    cat "$LAB_KWOK_STAGES"
+  fi
+}
 
 kubeconfig_of() { echo "$LAB_DIR/$1.kubeconfig"; }
 
@@ -134,7 +192,8 @@ cmd_up() {
   for name in $HOST $MEMBERS; do
     is_dns_label "$name" || die "cluster name '$name' is not a DNS-1123 label"
   done
-  mkdir -p "$LAB_DIR"
+  mkdir -p "$KWOK_WORKDIR"
+  kwok_stages >"$KWOK_WORKDIR/kwok.yaml"
   for name in $HOST $MEMBERS; do
     up_cluster "$name"
   done

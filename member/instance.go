@@ -7,6 +7,7 @@ import (
 
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
+	toolscache "k8s.io/client-go/tools/cache"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -71,8 +72,7 @@ func (r *Registry) start(name, hash string, cfg *rest.Config) (*instance, error)
 		o.Scheme = r.opts.Scheme
 		o.Logger = log
 		o.Cache.DefaultLabelSelector = r.opts.CacheSelector
-		// managedFields are large and fedop never reads them.
-		o.Cache.DefaultTransform = cache.TransformStripManagedFields()
+		o.Cache.DefaultTransform = r.transform()
 	})
 	if err != nil {
 		cancel()
@@ -103,6 +103,22 @@ func (r *Registry) start(name, hash string, cfg *rest.Config) (*instance, error)
 		return nil, err
 	}
 	return in, nil
+}
+
+// transform returns the member caches' transform: managedFields are large
+// and fedop never reads them, then Options.Transform.
+func (r *Registry) transform() toolscache.TransformFunc {
+	strip := cache.TransformStripManagedFields()
+	if r.opts.Transform == nil {
+		return strip
+	}
+	return func(obj any) (any, error) {
+		obj, err := strip(obj)
+		if err != nil {
+			return nil, err
+		}
+		return r.opts.Transform(obj)
+	}
 }
 
 // prepare creates in's informers for Options.Objects, adds the event

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
@@ -116,6 +117,11 @@ type Options struct {
 	// Source. Default Pod and Service. Other kinds can still be read
 	// through the member's client; their informers start on first use.
 	Objects []client.Object
+	// Transform, if set, is applied to every object before a member cache
+	// stores it, after managedFields are stripped (federation.TrimPod keeps
+	// of a pod only what the reconciler reads). Objects read from a member
+	// cache are then partial: never write one back. Default none.
+	Transform toolscache.TransformFunc
 }
 
 // withDefaults returns o with every empty field set to its default.

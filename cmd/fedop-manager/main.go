@@ -99,6 +99,8 @@ func run() error {
 	}
 
 	memberOpts.Scheme = scheme
+	// Member caches keep of each pod only what the reconciler reads.
+	memberOpts.Transform = federation.TrimPod
 	registry := member.NewRegistry(memberOpts)
 	if err := registry.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the member registry: %w", err)

@@ -1,0 +1,48 @@
+package federation
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// TrimPod is the member caches' transform for pods (member.Options.
+// Transform): it replaces a pod with a copy holding only what the
+// reconciler reads, so that a cached pod costs its labels and a few
+// fields rather than its whole spec and container statuses.
+//
+// Kept: name, namespace, UID, resourceVersion, generation, creation and
+// deletion times, deletion grace period, labels (member, component,
+// revision, instance), finalizers, owner references, spec.nodeName, and
+// status phase and conditions (Ready and its lastTransitionTime). Dropped:
+// annotations, the rest of the spec, container statuses, IPs.
+//
+// A cached pod is therefore a partial view: fedop creates and deletes
+// pods, never updates one from the cache, and must keep it that way.
+// Objects that are not pods pass through unchanged.
+func TrimPod(obj any) (any, error) {
+	pod, ok := obj.(*corev1.Pod)
+	if !ok {
+		return obj, nil
+	}
+	return &corev1.Pod{
+		TypeMeta: pod.TypeMeta,
+		ObjectMeta: metav1.ObjectMeta{
+			Name:                       pod.Name,
+			Namespace:                  pod.Namespace,
+			UID:                        pod.UID,
+			ResourceVersion:            pod.ResourceVersion,
+			Generation:                 pod.Generation,
+			CreationTimestamp:          pod.CreationTimestamp,
+			DeletionTimestamp:          pod.DeletionTimestamp,
+			DeletionGracePeriodSeconds: pod.DeletionGracePeriodSeconds,
+			Labels:                     pod.Labels,
+			Finalizers:                 pod.Finalizers,
+			OwnerReferences:            pod.OwnerReferences,
+		},
+		Spec: corev1.PodSpec{NodeName: pod.Spec.NodeName},
+		Status: corev1.PodStatus{
+			Phase:      pod.Status.Phase,
+			Conditions: pod.Status.Conditions,
+		},
+	}, nil
+}

@@ -1,0 +1,57 @@
+package federation
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/fedop-io/fedop/api/v1alpha1"
+)
+
+func TestTrimPod(t *testing.T) {
+	now := metav1.Now()
+	grace := int64(30)
+	full := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: "demo-pd-0", Namespace: "ns", UID: "u1", ResourceVersion: "7",
+			Labels:                     map[string]string{v1alpha1.LabelRevision: "r1", v1alpha1.LabelMember: "a"},
+			Annotations:                map[string]string{"big": "value"},
+			ManagedFields:              []metav1.ManagedFieldsEntry{{Manager: "fedop"}},
+			DeletionTimestamp:          &now,
+			DeletionGracePeriodSeconds: &grace,
+		},
+		Spec: corev1.PodSpec{NodeName: "n1", Containers: []corev1.Container{{Name: "pd", Image: "pingcap/pd:v8.5.0"}}},
+		Status: corev1.PodStatus{
+			Phase:             corev1.PodRunning,
+			Conditions:        []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: now}},
+			ContainerStatuses: []corev1.ContainerStatus{{Name: "pd"}},
+			PodIP:             "10.0.0.1",
+		},
+	}
+	out, err := TrimPod(full)
+	require.NoError(t, err)
+	pod := out.(*corev1.Pod)
+
+	// What observe and the planner read is kept.
+	ready, since := podReady(pod)
+	assert.True(t, ready)
+	assert.Equal(t, now.Time, since)
+	assert.Equal(t, full.Labels, pod.Labels)
+	assert.Equal(t, full.UID, pod.UID)
+	assert.Equal(t, full.DeletionTimestamp, pod.DeletionTimestamp)
+	assert.Equal(t, "n1", pod.Spec.NodeName)
+	// The bulk is gone, and the input is not modified.
+	assert.Nil(t, pod.Annotations)
+	assert.Nil(t, pod.ManagedFields)
+	assert.Empty(t, pod.Spec.Containers)
+	assert.Empty(t, pod.Status.ContainerStatuses)
+	assert.Len(t, full.Spec.Containers, 1, "the informer's object was modified")
+
+	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "s"}}
+	out, err = TrimPod(svc)
+	require.NoError(t, err)
+	assert.Same(t, svc, out, "objects that are not pods pass through")
+}

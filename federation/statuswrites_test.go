@@ -1,0 +1,105 @@
+package federation
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/fedop-io/fedop/api/v1alpha1"
+)
+
+func TestStatusWritesUrgent(t *testing.T) {
+	op := &v1alpha1.Operation{Type: v1alpha1.OperationUpgrade, Component: "pd", Member: "a", Pod: "demo-pd-1", PodUID: "u1", Holder: "m1"}
+	base := func() *v1alpha1.FederationCluster {
+		return &v1alpha1.FederationCluster{
+			ObjectMeta: metav1.ObjectMeta{Generation: 3},
+			Status: v1alpha1.FederationClusterStatus{
+				ObservedGeneration: 3,
+				Replicas:           3, ReadyReplicas: 3,
+				Operation: op.DeepCopy(),
+				Members:   []v1alpha1.MemberStatus{{Name: "a", Connected: true}},
+				Conditions: []metav1.Condition{
+					{Type: v1alpha1.ConditionReady, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonAvailable},
+					{Type: v1alpha1.ConditionProgressing, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonUpgrading, Message: "replacing pod demo-pd-1 in a"},
+					{Type: v1alpha1.ConditionMembersConnected, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonConnected},
+				},
+			},
+		}
+	}
+	setCond := func(st *v1alpha1.FederationClusterStatus, typ string, status metav1.ConditionStatus, reason string) {
+		for i := range st.Conditions {
+			if st.Conditions[i].Type == typ {
+				st.Conditions[i].Status, st.Conditions[i].Reason = status, reason
+			}
+		}
+	}
+	for _, tc := range []struct {
+		name   string
+		change func(*v1alpha1.FederationClusterStatus)
+		want   bool
+	}{
+		{"counts within a step", func(st *v1alpha1.FederationClusterStatus) { st.ReadyReplicas = 2 }, false},
+		{"Ready flips within a step", func(st *v1alpha1.FederationClusterStatus) {
+			setCond(st, v1alpha1.ConditionReady, metav1.ConditionFalse, v1alpha1.ReasonPodsUnavailable)
+		}, false},
+		{"the Progressing message", func(st *v1alpha1.FederationClusterStatus) {
+			st.Conditions[1].Message = "waiting: pod demo-pd-1 in a to become available"
+		}, false},
+		{"the operation names the next pod", func(st *v1alpha1.FederationClusterStatus) { st.Operation.Pod, st.Operation.PodUID = "demo-pd-2", "u2" }, true},
+		{"the operation is released", func(st *v1alpha1.FederationClusterStatus) { st.Operation = nil }, true},
+		{"a new manager took the operation over", func(st *v1alpha1.FederationClusterStatus) { st.Operation.Holder = "m2" }, true},
+		{"a new generation", func(st *v1alpha1.FederationClusterStatus) { st.ObservedGeneration = 4 }, true},
+		{"a member disconnected", func(st *v1alpha1.FederationClusterStatus) { st.Members[0].Connected = false }, true},
+		{"MembersConnected changed", func(st *v1alpha1.FederationClusterStatus) {
+			setCond(st, v1alpha1.ConditionMembersConnected, metav1.ConditionFalse, v1alpha1.ReasonMemberDisconnected)
+		}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fc := base()
+			next := fc.Status.DeepCopy()
+			tc.change(next)
+			assert.Equal(t, tc.want, urgent(fc, next))
+		})
+	}
+
+	t.Run("outside an operation Ready is reported at once", func(t *testing.T) {
+		fc := base()
+		fc.Status.Operation = nil
+		next := fc.Status.DeepCopy()
+		setCond(next, v1alpha1.ConditionReady, metav1.ConditionFalse, v1alpha1.ReasonPodsUnavailable)
+		assert.True(t, urgent(fc, next))
+	})
+}
+
+func TestStatusWritesDefer(t *testing.T) {
+	w := newStatusWrites()
+	key := client.ObjectKey{Namespace: "db", Name: "demo"}
+	fc := &v1alpha1.FederationCluster{Status: v1alpha1.FederationClusterStatus{Operation: &v1alpha1.Operation{Type: v1alpha1.OperationUpgrade}}}
+	next := fc.Status.DeepCopy()
+	next.ReadyReplicas = 1
+	t0 := time.Date(2026, 11, 21, 7, 0, 0, 0, time.UTC)
+
+	assert.Zero(t, w.defer_(key, fc, next, t0), "nothing written by this process yet: write now")
+	w.wrote(key, t0, "41")
+	assert.Equal(t, statusRefresh-time.Second, w.defer_(key, fc, next, t0.Add(time.Second)), "a non-urgent change waits for the refresh")
+	assert.Zero(t, w.defer_(key, fc, next, t0.Add(statusRefresh)), "due after the refresh")
+	w.forget(key)
+	assert.Zero(t, w.defer_(key, fc, next, t0.Add(time.Second)))
+}
+
+func TestStatusWritesStale(t *testing.T) {
+	w := newStatusWrites()
+	t0 := time.Date(2026, 11, 21, 7, 0, 0, 0, time.UTC)
+	fc := &v1alpha1.FederationCluster{ObjectMeta: metav1.ObjectMeta{Namespace: "db", Name: "demo", ResourceVersion: "41"}}
+	assert.False(t, w.stale(fc, t0), "nothing written yet")
+	w.wrote(client.ObjectKeyFromObject(fc), t0, "41")
+	assert.True(t, w.stale(fc, t0.Add(10*time.Millisecond)), "the cache still shows what the write replaced")
+	assert.False(t, w.stale(fc, t0.Add(staleFor)), "a cache that long behind is not waited for")
+	fc.ResourceVersion = "42"
+	assert.False(t, w.stale(fc, t0.Add(10*time.Millisecond)), "the cache caught up")
+	var none *statusWrites
+	assert.False(t, none.stale(fc, t0))
+}
