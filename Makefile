@@ -82,6 +82,10 @@ demo: ## The main job from a fresh clone: lab, CRD, fedop-manager, the sample, a
 e2e: tools ## End-to-end suite (e2e/, ten scenarios with faults) on a lab of its own in .lab/e2e, taken down after.
 	hack/e2e-lab.sh
 
+.PHONY: bench
+bench: tools ## Benchmarks (issue 5) on a lab of its own in .lab/bench, taken down after: prints the table, writes docs/benchmarks.md.
+	hack/bench.sh
+
 .PHONY: lab-down
 lab-down: ## Delete the lab's clusters; no process is left.
 	hack/lab.sh down
@@ -89,6 +93,27 @@ lab-down: ## Delete the lab's clusters; no process is left.
 .PHONY: lab-status
 lab-status: ## List the lab's clusters and whether they answer.
 	hack/lab.sh status
+
+##@ kind
+
+# FEDOP_KIND_IMAGE names a kind node image to use instead of building one
+# (on a machine with internet access, kind's own image is the ordinary
+# choice); with it set, kind-image builds nothing.
+.PHONY: kind-image
+kind-image: ## Build the offline kind node image (fedop.local/kind-node:<Kubernetes version>) from Debian packages and Go modules; seconds when nothing changed.
+	hack/kind/node-image.sh
+
+.PHONY: kind-up
+kind-up: $(BIN)/kind $(BIN)/kubectl ## Docker set up for kind, clusters fedop-host, fedop-k8s-a, fedop-k8s-b, fedop deployed in the host, members registered.
+	hack/kind/up.sh
+
+.PHONY: e2e-kind
+e2e-kind: ## The e2e suite against the kind clusters: in-cluster manager, real kubelets, docker pause for member faults.
+	hack/kind/e2e.sh
+
+.PHONY: kind-down
+kind-down: ## Delete the kind clusters and network, and restore the Docker configuration kind-up changed.
+	hack/kind/down.sh
 
 ##@ Development
 
@@ -144,4 +169,4 @@ test: tools vet ## Unit and integration tests (real API servers from bin/), the 
 
 .PHONY: help
 help: ## Show this help.
-	@awk 'BEGIN {FS = ":.*##"} /^[a-zA-Z_-]+:.*##/ { printf "  \033[36m%-14s\033[0m %s\n", $$1, $$2 } /^##@/ { printf "\n%s\n", substr($$0, 5) }' $(MAKEFILE_LIST)
+	@awk 'BEGIN {FS = ":.*##"} /^[a-zA-Z0-9_-]+:.*##/ { printf "  \033[36m%-14s\033[0m %s\n", $$1, $$2 } /^##@/ { printf "\n%s\n", substr($$0, 5) }' $(MAKEFILE_LIST)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	"k8s.io/client-go/rest"
@@ -15,7 +16,7 @@ import (
 // Environment variables the suite reads; a flag of the same meaning wins
 // over its variable.
 const (
-	// EnvProvider names the provider: "lab" (the default) or, later, "kind".
+	// EnvProvider names the provider: "lab" (the default) or "kind".
 	EnvProvider = "E2E_PROVIDER"
 	// EnvHostKubeconfig is the path of the host cluster's kubeconfig.
 	EnvHostKubeconfig = "E2E_HOST_KUBECONFIG"
@@ -23,8 +24,10 @@ const (
 	// separated by commas, in the order the suite uses them: the first two
 	// take the places of k8s-a and k8s-b in the sample.
 	EnvMemberKubeconfigs = "E2E_MEMBER_KUBECONFIGS"
-	// EnvLabDir is the lab's state directory (kubeconfigs, kwok workdir,
-	// manager log and pid). Default: the host kubeconfig's directory.
+	// EnvLabDir is the environment's state directory: for the lab its
+	// kubeconfigs, kwok workdir, manager log and pid (default: the host
+	// kubeconfig's directory); for kind, where the logs of the manager pods
+	// the suite kills or stops are saved (default: none saved).
 	EnvLabDir = "E2E_LAB_DIR"
 	// EnvManagerBinary is the fedop-manager binary the lab provider runs.
 	// Default: <repository>/bin/fedop-manager.
@@ -33,10 +36,30 @@ const (
 	// the nearest directory above the working directory holding fedop's
 	// go.mod.
 	EnvRepoRoot = "E2E_REPO_ROOT"
+	// EnvKindPrefix is the prefix of the kind clusters' names (kind
+	// provider): member k8s-a is kind cluster <prefix>k8s-a. Default
+	// "fedop-", as hack/kind/up.sh names them.
+	EnvKindPrefix = "E2E_KIND_PREFIX"
+	// EnvWorkloadImage is the image repository (no tag) that every pod of
+	// the suite runs instead of the sample's images, keeping their tags:
+	// where pods really run, the images must exist on the nodes. Default
+	// empty: the sample's images, which fake nodes never pull.
+	EnvWorkloadImage = "E2E_WORKLOAD_IMAGE"
+	// EnvWorkloadPort is the port of the workload image's HTTP server; with
+	// a workload image, every container gets an HTTP readiness probe of
+	// path / on it, so that Ready means a container really answered.
+	// Default 8080.
+	EnvWorkloadPort = "E2E_WORKLOAD_PORT"
 )
 
 // ProviderLab is the provider name of the local lab (hack/lab.sh).
 const ProviderLab = "lab"
+
+// Defaults of the kind provider and the workload.
+const (
+	DefaultKindPrefix   = "fedop-"
+	DefaultWorkloadPort = 8080
+)
 
 // MemberCluster is one member cluster given to the suite: its name (the
 // name fedop knows it by, its registration Secret's name) and the path of
@@ -58,17 +81,26 @@ type Config struct {
 	Members []MemberCluster
 	// RepoRoot is the repository root: config/samples and hack/ live there.
 	RepoRoot string
-	// LabDir is the lab's state directory (lab provider only).
+	// LabDir is the state directory (EnvLabDir): the lab's, or where the kind
+	// provider saves manager logs.
 	LabDir string
 	// ManagerBinary is the fedop-manager binary (lab provider only).
 	ManagerBinary string
+	// KindPrefix is the prefix of the kind clusters' names (kind provider
+	// only): member m is kind cluster KindPrefix+m.
+	KindPrefix string
+	// WorkloadImage, if set, is the image repository every pod of the suite
+	// runs, with the sample's tags; WorkloadPort is its HTTP port, probed
+	// for readiness.
+	WorkloadImage string
+	WorkloadPort  int
 }
 
 // RegisterFlags defines the suite's flags on fs, each defaulted from its
 // environment variable. Call it before fs is parsed (flag.Parse in
 // TestMain), then Complete.
 func (c *Config) RegisterFlags(fs *flag.FlagSet) {
-	fs.StringVar(&c.Provider, "e2e.provider", envOr(EnvProvider, ProviderLab), "Provider of the fault interfaces: lab. Env "+EnvProvider+".")
+	fs.StringVar(&c.Provider, "e2e.provider", envOr(EnvProvider, ProviderLab), "Provider of the fault interfaces: lab or kind. Env "+EnvProvider+".")
 	fs.StringVar(&c.HostKubeconfig, "e2e.host-kubeconfig", os.Getenv(EnvHostKubeconfig), "Path of the host cluster's kubeconfig. Env "+EnvHostKubeconfig+".")
 	fs.Func("e2e.member-kubeconfigs", "Member clusters as name=path[,name=path...], in order. Env "+EnvMemberKubeconfigs+".", func(s string) error {
 		m, err := ParseMembers(s)
@@ -77,6 +109,10 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	})
 	fs.StringVar(&c.RepoRoot, "e2e.repo-root", os.Getenv(EnvRepoRoot), "Repository root. Env "+EnvRepoRoot+"; default: found from the working directory.")
 	fs.StringVar(&c.LabDir, "e2e.lab-dir", os.Getenv(EnvLabDir), "Lab state directory (lab provider). Env "+EnvLabDir+"; default: the host kubeconfig's directory.")
+	fs.StringVar(&c.KindPrefix, "e2e.kind-prefix", envOr(EnvKindPrefix, DefaultKindPrefix), "Prefix of the kind clusters' names (kind provider). Env "+EnvKindPrefix+".")
+	fs.StringVar(&c.WorkloadImage, "e2e.workload-image", os.Getenv(EnvWorkloadImage), "Image repository (no tag) every pod runs instead of the sample's images, keeping their tags. Env "+EnvWorkloadImage+".")
+	port, _ := strconv.Atoi(envOr(EnvWorkloadPort, strconv.Itoa(DefaultWorkloadPort)))
+	fs.IntVar(&c.WorkloadPort, "e2e.workload-port", port, "HTTP port of the workload image, probed for readiness. Env "+EnvWorkloadPort+".")
 	fs.StringVar(&c.ManagerBinary, "e2e.manager-binary", os.Getenv(EnvManagerBinary), "fedop-manager binary (lab provider). Env "+EnvManagerBinary+"; default: <repo>/bin/fedop-manager.")
 	// fs.Func has no default: take the environment's now, so that a flag
 	// given on the command line replaces it.
@@ -141,6 +177,17 @@ func (c *Config) Complete() error {
 			errs = append(errs, err)
 		}
 		c.RepoRoot = root
+	}
+	if c.WorkloadImage != "" {
+		if strings.Contains(c.WorkloadImage[strings.LastIndex(c.WorkloadImage, "/")+1:], ":") || strings.Contains(c.WorkloadImage, "@") {
+			errs = append(errs, fmt.Errorf("workload image %q: give a repository without tag or digest; the sample's tags are kept", c.WorkloadImage))
+		}
+		if c.WorkloadPort < 1 || c.WorkloadPort > 65535 {
+			errs = append(errs, fmt.Errorf("workload port %d: want 1-65535", c.WorkloadPort))
+		}
+	}
+	if c.Provider == ProviderKind && c.KindPrefix == "" {
+		c.KindPrefix = DefaultKindPrefix
 	}
 	if c.Provider == ProviderLab {
 		if c.LabDir == "" && c.HostKubeconfig != "" {

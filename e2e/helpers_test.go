@@ -21,6 +21,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/retry"
@@ -153,6 +154,9 @@ func (s *scenario) sample() *v1alpha1.FederationCluster {
 	require.NoError(s.t, yaml.UnmarshalStrict(data, fc), "decoding %s", sampleFile)
 	fc.Name, fc.Namespace = s.name, s.ns
 	fc.Spec.MinReadySeconds = minReadySeconds
+	for i := range fc.Spec.Components {
+		useWorkload(&fc.Spec.Components[i].Template.Spec)
+	}
 	rename := map[string]string{"k8s-a": suite.memberA, "k8s-b": suite.memberB}
 	for i := range fc.Spec.Components {
 		for j := range fc.Spec.Components[i].Topology {
@@ -245,6 +249,25 @@ func (s *scenario) update(edit func(*v1alpha1.FederationCluster)) *v1alpha1.Fede
 		return suite.host.Update(s.t.Context(), fc)
 	}), "updating FederationCluster %s", s.key)
 	return fc
+}
+
+// useWorkload makes spec's containers run the configured workload image
+// (Config.WorkloadImage), keeping each image's tag, with an HTTP readiness
+// probe on its port: where a kubelet runs the pods, Ready then means the
+// container answered. Without a workload image it changes nothing.
+func useWorkload(spec *corev1.PodSpec) {
+	if suite.cfg.WorkloadImage == "" {
+		return
+	}
+	for i := range spec.Containers {
+		c := &spec.Containers[i]
+		c.Image = suite.cfg.WorkloadImage + c.Image[strings.LastIndex(c.Image, ":"):]
+		c.ImagePullPolicy = corev1.PullIfNotPresent
+		c.ReadinessProbe = &corev1.Probe{
+			ProbeHandler:  corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/", Port: intstr.FromInt32(int32(suite.cfg.WorkloadPort))}},
+			PeriodSeconds: 1,
+		}
+	}
 }
 
 // setImages moves every component's image to tag.

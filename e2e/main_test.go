@@ -230,17 +230,18 @@ func (d decoy) String() string {
 //   - Service <fc>-decoy with the instance label.
 func createDecoys(ctx context.Context, member, ns, fcName string) ([]decoy, error) {
 	c := suite.members[member]
-	container := []corev1.Container{{Name: "pd", Image: "pingcap/pd:v8.5.0"}}
+	spec := corev1.PodSpec{Containers: []corev1.Container{{Name: "pd", Image: "pingcap/pd:v8.5.0"}}}
+	useWorkload(&spec)
 	objs := []client.Object{
 		&corev1.Pod{
 			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fcName + "-pd-0-decoy", Labels: map[string]string{"app": fcName + "-pd"}},
-			Spec:       corev1.PodSpec{Containers: container},
+			Spec:       *spec.DeepCopy(),
 		},
 		&corev1.Pod{
 			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fcName + "-pd-99", Labels: map[string]string{
 				"app": fcName + "-pd", v1alpha1.LabelInstance: fcName, v1alpha1.LabelComponent: "pd", v1alpha1.LabelMember: member,
 			}},
-			Spec: corev1.PodSpec{Containers: container},
+			Spec: *spec.DeepCopy(),
 		},
 		&corev1.Service{
 			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fcName + "-decoy", Labels: map[string]string{v1alpha1.LabelInstance: fcName}},

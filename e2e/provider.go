@@ -74,7 +74,9 @@ func NewProvider(cfg Config) (*Provider, error) {
 	switch cfg.Provider {
 	case ProviderLab:
 		return newLabProvider(cfg)
+	case ProviderKind:
+		return newKindProvider(cfg)
 	default:
-		return nil, fmt.Errorf("unknown provider %q (known: %s)", cfg.Provider, ProviderLab)
+		return nil, fmt.Errorf("unknown provider %q (known: %s, %s)", cfg.Provider, ProviderLab, ProviderKind)
 	}
 }

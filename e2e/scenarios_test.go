@@ -480,6 +480,10 @@ func TestScenario07RotateCredentials(t *testing.T) {
 	// The credentials fedop had are dead, and the Secret holds new ones.
 	oldConfig, err := clientcmd.RESTConfigFromKubeConfig(old.Data[member.KubeconfigKey])
 	require.NoError(t, err)
+	// The Secret names the API server as the manager reaches it, which on
+	// kind is an address inside the kind network; the suite reaches the
+	// same server, with the same certificate, at its own address.
+	oldConfig.Host = suite.memberConfigs[b].Host
 	oldClient, err := client.New(oldConfig, client.Options{Scheme: Scheme})
 	require.NoError(t, err)
 	// kube-apiserver caches a token's successful authentication for 10s

@@ -37,13 +37,15 @@ func main() {
 
 func run() error {
 	var (
-		metricsAddr, probeAddr, leaderElectionID, leaderElectionNamespace string
-		leaderElect                                                       bool
-		memberOpts                                                        member.Options
-		workers                                                           int
+		metricsAddr, probeAddr, pprofAddr, leaderElectionID string
+		leaderElectionNamespace                             string
+		leaderElect                                         bool
+		memberOpts                                          member.Options
+		workers                                             int
 	)
 	flag.StringVar(&metricsAddr, "metrics-bind-address", ":8080", "The address the metrics endpoint binds to; \"0\" disables it.")
 	flag.StringVar(&probeAddr, "health-probe-bind-address", ":8081", "The address the health probe endpoint binds to; \"0\" disables it.")
+	flag.StringVar(&pprofAddr, "pprof-bind-address", "0", "The address the pprof endpoint (/debug/pprof/) binds to; \"0\" disables it. It serves profiles unauthenticated: bind it to localhost.")
 	flag.BoolVar(&leaderElect, "leader-elect", false, "Enable leader election, so that only one manager is active at a time.")
 	flag.StringVar(&leaderElectionID, "leader-election-id", "fedop-manager.fedop.io", "The name of the leader election Lease.")
 	flag.StringVar(&leaderElectionNamespace, "leader-election-namespace", "", "The namespace of the leader election Lease; empty means the manager's own namespace in-cluster (fedop-system when run locally).")
@@ -79,6 +81,7 @@ func run() error {
 		Scheme:                        scheme,
 		Metrics:                       metricsserver.Options{BindAddress: metricsAddr},
 		HealthProbeBindAddress:        probeAddr,
+		PprofBindAddress:              pprofAddr,
 		LeaderElection:                leaderElect,
 		LeaderElectionID:              leaderElectionID,
 		LeaderElectionNamespace:       leaderElectionNamespace,

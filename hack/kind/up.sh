@@ -1,0 +1,108 @@
+#!/usr/bin/env bash
+# up.sh (`make kind-up`) creates fedop's kind clusters and deploys fedop in
+# them the way a user would:
+#
+#   1. a Docker engine that can run kind (hack/kind/docker.sh ensure);
+#   2. kind clusters <prefix>host, <prefix>k8s-a and <prefix>k8s-b, one node
+#      each, created in parallel from the node image hack/kind/lib.sh names
+#      (fedop's offline image, or FEDOP_KIND_IMAGE); member nodes are
+#      labelled topology.kubernetes.io/zone a and b, as the sample expects;
+#   3. images built locally: fedop-manager (FROM scratch, the static binary)
+#      loaded into the host, the e2e workload (Debian's busybox-static
+#      serving HTTP) loaded into the members;
+#   4. on the host: the CRD, then config/default through hack/kind/manager
+#      (the manager Deployment in fedop-system with leader election, its
+#      ServiceAccount, ClusterRole and binding, health probes);
+#   5. every member registered with hack/register-member.sh, addressed by
+#      its node container's name on the kind network
+#      (https://<cluster>-control-plane:6443), which is where the in-cluster
+#      manager reaches it.
+#
+# Idempotent: clusters that exist are kept, images are rebuilt only when
+# their inputs changed, the manifests are applied again. Kubeconfigs (with
+# the ports published on this machine) are written to $KIND_WORK
+# (.kind/<name>.kubeconfig); nothing touches ~/.kube/config.
+#
+# Environment:
+#   KIND_PREFIX    cluster name prefix (default fedop-)
+#   KIND_MEMBERS   member names (default "k8s-a k8s-b"); the n-th member's
+#                  node is in zone a, b, c, ... in order
+#   FEDOP_KIND_IMAGE  node image to use instead of fedop's offline one
+set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+source "$KIND_DIR/cluster-lib.sh"
+
+start=$SECONDS
+require_bins kind kubectl
+KUBECTL=$(kubectl_bin)
+
+log "== Docker"
+"$KIND_DIR/docker.sh" ensure
+
+image=$(kind_node_image)
+if [[ -z ${FEDOP_KIND_IMAGE:-} ]] && ! docker image inspect "$image" >/dev/null 2>&1; then
+  die "node image $image is not built: run 'make kind-image' first (or set FEDOP_KIND_IMAGE)"
+fi
+
+log "== Clusters ($(kind_cluster_names | tr '\n' ' ')) from $image"
+mkdir -p "$KIND_WORK"
+pids=()
+for name in $KIND_HOST $KIND_MEMBERS; do
+  create_cluster "$name" "$image" &
+  pids+=($!)
+done
+failed=0
+for pid in "${pids[@]}"; do
+  wait "$pid" || failed=1
+done
+((failed == 0)) || die "creating a kind cluster failed; logs in $KIND_WORK/create-*.log"
+
+log "== Images"
+"$KIND_DIR/images.sh"
+"$KIND" load docker-image --name "$(cluster_name "$KIND_HOST")" "$(manager_image)" >>"$KIND_WORK/load.log" 2>&1 || die "loading $(manager_image) into the host failed; see $KIND_WORK/load.log"
+mapfile -t workload < <(workload_images)
+pids=()
+for name in $KIND_MEMBERS; do
+  "$KIND" load docker-image --name "$(cluster_name "$name")" "${workload[@]}" >>"$KIND_WORK/load.log" 2>&1 &
+  pids+=($!)
+done
+for pid in "${pids[@]}"; do
+  wait "$pid" || die "loading the workload image into a member failed; see $KIND_WORK/load.log"
+done
+
+log "== fedop on $(cluster_name "$KIND_HOST")"
+host_kc=$(kind_kubeconfig "$KIND_HOST")
+"$KUBECTL" --kubeconfig "$host_kc" apply --server-side -k "$ROOT/config/crd" >/dev/null
+wait_crd_established "$host_kc" federationclusters.fedop.io
+# The overlay, with the image tag of this build: a new binary is a new tag,
+# so applying it rolls the Deployment.
+overlay=$KIND_WORK/manager
+mkdir -p "$overlay"
+cat >"$overlay/kustomization.yaml" <<EOF
+# Written by hack/kind/up.sh: hack/kind/manager with this build's image.
+resources:
+- ../../hack/kind/manager
+images:
+- name: fedop-manager
+  newName: ${MANAGER_REPO}
+  newTag: $(manager_tag)
+EOF
+"$KUBECTL" --kubeconfig "$host_kc" apply --server-side -k "$overlay" >/dev/null
+"$KUBECTL" --kubeconfig "$host_kc" -n fedop-system scale deployment/fedop-manager --replicas=1 >/dev/null
+"$KUBECTL" --kubeconfig "$host_kc" -n fedop-system rollout status deployment/fedop-manager --timeout=180s
+
+log "== Members"
+for name in $KIND_MEMBERS; do
+  "$ROOT/hack/register-member.sh" \
+    --host-kubeconfig "$host_kc" \
+    --member-kubeconfig "$(kind_kubeconfig "$name")" \
+    --name "$name" \
+    --server "https://$(cluster_name "$name")-control-plane:6443"
+done
+
+log "kind clusters are up in $((SECONDS - start))s. Kubeconfigs:"
+for name in $KIND_HOST $KIND_MEMBERS; do
+  echo "  $(kind_kubeconfig "$name")"
+done
+echo "Try: bin/kubectl --kubeconfig $host_kc apply -f config/samples/fedop_v1alpha1_federationcluster.yaml"
+echo "(its images are not on the nodes: make e2e-kind runs the suite with the e2e workload image instead)"
