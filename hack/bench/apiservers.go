@@ -1,0 +1,662 @@
+package main
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"math/big"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+)
+
+// The apiserver-only members of items 5 and 6. Fifty full clusters (etcd,
+// kube-apiserver, kube-controller-manager, kube-scheduler, kwok each) do
+// not fit two cores, and fedop's connection to a member touches nothing
+// but its API server: discovery, a list and a watch of pods and Services,
+// /readyz. So each such member is one kube-apiserver, all of them sharing
+// one etcd, each under its own --etcd-prefix and on its own port. Pods
+// created in them are stored but never scheduled: nothing runs there.
+
+// apiserverDisabledAdmission lists kube-apiserver 1.36's default admission
+// plugins except NamespaceLifecycle. Most of them need a controller or an
+// API group the members do not have (ServiceAccount refuses every pod of a
+// namespace whose "default" ServiceAccount, made by kube-controller-manager,
+// does not exist), and none of them changes what fedop does in a member.
+var apiserverDisabledAdmission = []string{
+	"LimitRanger", "ServiceAccount", "TaintNodesByCondition", "PodSecurity", "Priority", "DefaultTolerationSeconds",
+	"DefaultStorageClass", "StorageObjectInUseProtection", "PodGroupProtection", "PersistentVolumeClaimResize", "RuntimeClass",
+	"CertificateApproval", "CertificateSigning", "ClusterTrustBundleAttest", "CertificateSubjectRestriction", "DefaultIngressClass",
+	"PodTopologyLabels", "PodGroupWorkloadExists", "NodeDeclaredFeatureValidator", "JobValidation", "PodResizeValidator",
+	"MutatingAdmissionPolicy", "MutatingAdmissionWebhook", "ValidatingAdmissionPolicy", "ValidatingAdmissionWebhook", "ResourceQuota",
+}
+
+// apiserverRuntimeConfig serves the core API and only the groups that
+// kube-apiserver's own controllers cannot start without (it refuses to
+// start without apiregistration, and stays unready without the others):
+// each API group costs memory and start-up time, and fedop reads only
+// core/v1. Measured on this machine: about 185 MiB RSS and 0.6 s of CPU to
+// start, against 265 MiB and 1.2 s with every default group.
+const apiserverRuntimeConfig = "api/all=false,api/v1=true,apiregistration.k8s.io/v1=true,apiextensions.k8s.io/v1=true," +
+	"coordination.k8s.io/v1=true,networking.k8s.io/v1=true,discovery.k8s.io/v1=true"
+
+// memberMemoryEstimate is what the memory check before starting
+// apiservers assumes each takes until one has been measured.
+const memberMemoryEstimate = 250 << 20
+
+// memoryMargin is the memory left available to everything else (the lab,
+// the manager, the other work on this machine) when apiservers are added.
+const memoryMargin = 3 << 30
+
+// errNoMemory is returned by fleet.grow when the machine has not the
+// memory for the apiservers asked for.
+var errNoMemory = errors.New("not enough memory available")
+
+// proc is a process the benchmark started and must end.
+type proc struct {
+	name string
+	cmd  *exec.Cmd
+	// done is closed once the process exited; err is then its exit error.
+	done chan struct{}
+	err  error
+	log  string
+}
+
+// startProc starts argv with its output in logPath. The process is killed
+// if the benchmark dies without cleaning up (Pdeathsig): nothing it starts
+// may outlive it.
+func startProc(name, logPath string, env []string, argv ...string) (*proc, error) {
+	out, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = out.Close() }()
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Stdout, cmd.Stderr = out, out
+	cmd.Env = env
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("starting %s: %w", name, err)
+	}
+	p := &proc{name: name, cmd: cmd, done: make(chan struct{}), log: logPath}
+	go func() {
+		p.err = cmd.Wait()
+		close(p.done)
+	}()
+	return p, nil
+}
+
+func (p *proc) pid() int { return p.cmd.Process.Pid }
+
+func (p *proc) exited() bool {
+	select {
+	case <-p.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// stop ends the process: SIGCONT first (a stopped process cannot act on
+// SIGTERM), SIGTERM, and SIGKILL after grace. It returns once it exited.
+func (p *proc) stop(grace time.Duration) {
+	if p.exited() {
+		return
+	}
+	_ = p.cmd.Process.Signal(syscall.SIGCONT)
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.done:
+		return
+	case <-time.After(grace):
+	}
+	_ = p.cmd.Process.Kill()
+	<-p.done
+}
+
+// logTail returns the last n lines of the process's log, for an error.
+func (p *proc) logTail(n int) string {
+	data, err := os.ReadFile(p.log)
+	if err != nil {
+		return ""
+	}
+	lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
+	return strings.Join(lines[max(0, len(lines)-n):], "\n")
+}
+
+// cpuSeconds returns the user and system CPU time process pid has used.
+func cpuSeconds(pid int) (float64, error) {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, err
+	}
+	// The command name, in brackets, may hold spaces: count from after it.
+	s := string(data)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return 0, fmt.Errorf("unexpected /proc/%d/stat", pid)
+	}
+	f := strings.Fields(s[i+1:])
+	// utime and stime are fields 14 and 15 of stat(5); f[0] is field 3.
+	if len(f) < 13 {
+		return 0, fmt.Errorf("unexpected /proc/%d/stat", pid)
+	}
+	ut, err1 := strconv.ParseFloat(f[11], 64)
+	st, err2 := strconv.ParseFloat(f[12], 64)
+	if err1 != nil || err2 != nil {
+		return 0, fmt.Errorf("unexpected /proc/%d/stat", pid)
+	}
+	// USER_HZ is 100 on every Linux this runs on.
+	return (ut + st) / 100, nil
+}
+
+// memAvailable returns MemAvailable from /proc/meminfo, in bytes.
+func memAvailable() (float64, error) {
+	data, err := os.ReadFile("/proc/meminfo")
+	if err != nil {
+		return 0, err
+	}
+	for line := range strings.Lines(string(data)) {
+		if rest, ok := strings.CutPrefix(line, "MemAvailable:"); ok {
+			f := strings.Fields(rest)
+			if len(f) == 2 {
+				kb, err := strconv.ParseFloat(f[0], 64)
+				return kb * 1024, err
+			}
+		}
+	}
+	return 0, errors.New("no MemAvailable in /proc/meminfo")
+}
+
+// freePort returns a TCP port on 127.0.0.1 that was free a moment ago.
+// Another process can take it before the caller binds it; starting an
+// apiserver retries with another port then.
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer func() { _ = l.Close() }()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// apiMember is one apiserver-only member.
+type apiMember struct {
+	name string
+	port int
+	proc *proc
+	// kubeconfig is what fedop gets in the member's registration Secret:
+	// server, CA and client certificate inline, as ParseKubeconfig asks.
+	kubeconfig []byte
+	cfg        *rest.Config
+	client     kubernetes.Interface
+	// startup is the time from exec to /readyz answering 200, startCPU the
+	// CPU the process had used then.
+	startup  time.Duration
+	startCPU float64
+	// stopped is set while the process is SIGSTOPped.
+	stopped bool
+}
+
+// fleet is the apiserver-only members and their etcd: everything lives in
+// dir (certificates, etcd's data, logs), removed by close.
+type fleet struct {
+	dir, binDir string
+	logf        func(string, ...any)
+	etcd        *proc
+	etcdURL     string
+	// The certificates, PEM: one CA signs the serving certificate every
+	// apiserver presents (SAN 127.0.0.1) and fedop's client certificate.
+	caPEM, clientCertPEM, clientKeyPEM []byte
+	tlsConfig                          *tls.Config
+	members                            []*apiMember
+}
+
+// newFleet creates the fleet's directory under parent, its certificates,
+// and starts its etcd.
+func newFleet(ctx context.Context, parent, binDir string, logf func(string, ...any)) (*fleet, error) {
+	if err := os.MkdirAll(parent, 0o755); err != nil {
+		return nil, err
+	}
+	dir, err := os.MkdirTemp(parent, "members-")
+	if err != nil {
+		return nil, err
+	}
+	f := &fleet{dir: dir, binDir: binDir, logf: logf}
+	if err := f.writeCerts(); err != nil {
+		f.close()
+		return nil, err
+	}
+	if err := f.startEtcd(ctx); err != nil {
+		f.close()
+		return nil, err
+	}
+	return f, nil
+}
+
+// writeCerts generates the CA, the serving and client certificates and the
+// service account key, and writes the files kube-apiserver reads. ECDSA
+// P-256 throughout: it is quick to generate and every component accepts it.
+func (f *fleet) writeCerts() error {
+	newKey := func() (*ecdsa.PrivateKey, []byte, error) {
+		k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+		if err != nil {
+			return nil, nil, err
+		}
+		der, err := x509.MarshalECPrivateKey(k)
+		if err != nil {
+			return nil, nil, err
+		}
+		return k, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: der}), nil
+	}
+	now := time.Now()
+	caKey, _, err := newKey()
+	if err != nil {
+		return err
+	}
+	caTmpl := &x509.Certificate{
+		SerialNumber:          big.NewInt(1),
+		Subject:               pkix.Name{CommonName: "fedop-bench-members-ca"},
+		NotBefore:             now.Add(-time.Hour),
+		NotAfter:              now.Add(48 * time.Hour),
+		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
+		BasicConstraintsValid: true,
+		IsCA:                  true,
+	}
+	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
+	if err != nil {
+		return err
+	}
+	ca, err := x509.ParseCertificate(caDER)
+	if err != nil {
+		return err
+	}
+	f.caPEM = pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER})
+	sign := func(serial int64, tmpl *x509.Certificate) ([]byte, []byte, error) {
+		k, keyPEM, err := newKey()
+		if err != nil {
+			return nil, nil, err
+		}
+		tmpl.SerialNumber = big.NewInt(serial)
+		tmpl.NotBefore, tmpl.NotAfter = now.Add(-time.Hour), now.Add(48*time.Hour)
+		tmpl.KeyUsage = x509.KeyUsageDigitalSignature
+		der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &k.PublicKey, caKey)
+		if err != nil {
+			return nil, nil, err
+		}
+		return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), keyPEM, nil
+	}
+	// One serving certificate for every apiserver: they all listen on
+	// 127.0.0.1, only the port differs, and TLS names no port.
+	servingPEM, servingKeyPEM, err := sign(2, &x509.Certificate{
+		Subject:     pkix.Name{CommonName: "127.0.0.1"},
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")},
+		DNSNames:    []string{"localhost"},
+	})
+	if err != nil {
+		return err
+	}
+	// fedop's identity in every member. The members authorize everything
+	// (AlwaysAllow), so the group only says what the identity is meant as.
+	f.clientCertPEM, f.clientKeyPEM, err = sign(3, &x509.Certificate{
+		Subject:     pkix.Name{CommonName: "fedop-bench", Organization: []string{"system:masters"}},
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+	})
+	if err != nil {
+		return err
+	}
+	// The service account key: kube-apiserver requires one, though no
+	// token is ever issued here.
+	saKey, saKeyPEM, err := newKey()
+	if err != nil {
+		return err
+	}
+	saPubDER, err := x509.MarshalPKIXPublicKey(&saKey.PublicKey)
+	if err != nil {
+		return err
+	}
+	for name, data := range map[string][]byte{
+		"ca.crt":      f.caPEM,
+		"serving.crt": servingPEM,
+		"serving.key": servingKeyPEM,
+		"sa.key":      saKeyPEM,
+		"sa.pub":      pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: saPubDER}),
+	} {
+		if err := os.WriteFile(filepath.Join(f.dir, name), data, 0o600); err != nil {
+			return err
+		}
+	}
+	clientCert, err := tls.X509KeyPair(f.clientCertPEM, f.clientKeyPEM)
+	if err != nil {
+		return err
+	}
+	pool := x509.NewCertPool()
+	pool.AddCert(ca)
+	f.tlsConfig = &tls.Config{RootCAs: pool, Certificates: []tls.Certificate{clientCert}, MinVersion: tls.VersionTLS12}
+	return nil
+}
+
+// startEtcd starts the etcd every apiserver shares and waits for it to
+// answer /health.
+func (f *fleet) startEtcd(ctx context.Context) error {
+	for attempt := 1; ; attempt++ {
+		client, err1 := freePort()
+		peer, err2 := freePort()
+		err := errors.Join(err1, err2)
+		if err != nil {
+			return err
+		}
+		f.etcdURL = fmt.Sprintf("http://127.0.0.1:%d", client)
+		peerURL := fmt.Sprintf("http://127.0.0.1:%d", peer)
+		data := filepath.Join(f.dir, "etcd")
+		_ = os.RemoveAll(data)
+		// --unsafe-no-fsync: the members' state is thrown away after the
+		// run, and fsyncs on a shared disk would add noise, not realism,
+		// to what is measured: fedop's side of the connection.
+		f.etcd, err = startProc("etcd", filepath.Join(f.dir, "etcd.log"), os.Environ(),
+			filepath.Join(f.binDir, "etcd"),
+			"--name", "bench-members", "--data-dir", data,
+			"--listen-client-urls", f.etcdURL, "--advertise-client-urls", f.etcdURL,
+			"--listen-peer-urls", peerURL, "--initial-advertise-peer-urls", peerURL,
+			"--initial-cluster", "bench-members="+peerURL,
+			"--unsafe-no-fsync", "--log-level", "warn")
+		if err != nil {
+			return err
+		}
+		err = waitHTTP(ctx, http.DefaultClient, f.etcdURL+"/health", f.etcd, 30*time.Second)
+		if err == nil {
+			return nil
+		}
+		f.etcd.stop(5 * time.Second)
+		if attempt == 3 || !strings.Contains(f.etcd.logTail(20), "address already in use") {
+			return fmt.Errorf("etcd: %w\n%s", err, f.etcd.logTail(20))
+		}
+	}
+}
+
+// waitHTTP polls url every 100ms until it answers 200, p exits, or timeout
+// passes.
+func waitHTTP(ctx context.Context, c *http.Client, url string, p *proc, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	for {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		if err != nil {
+			return err
+		}
+		resp, err := c.Do(req)
+		if err == nil {
+			_ = resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+		}
+		select {
+		case <-p.done:
+			return fmt.Errorf("%s exited: %v", p.name, p.err)
+		case <-ctx.Done():
+			return fmt.Errorf("%s did not answer %s within %s: %w", p.name, url, timeout, ctx.Err())
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// grow starts apiservers until the fleet has n, at most parallel starting
+// at once (each takes most of a core for about a second, and the lab runs
+// on the same two cores), and returns once every one answers /readyz. It
+// returns errNoMemory, starting nothing, when MemAvailable does not cover
+// them and memoryMargin.
+func (f *fleet) grow(ctx context.Context, n, parallel int) error {
+	add := n - len(f.members)
+	if add <= 0 {
+		return nil
+	}
+	avail, err := memAvailable()
+	if err != nil {
+		return err
+	}
+	each := float64(memberMemoryEstimate)
+	if rss := f.medianRSS(); rss > 0 {
+		each = rss * 1.2 // they grow a little once fedop watches them
+	}
+	if need := float64(add)*each + memoryMargin; avail < need {
+		return fmt.Errorf("%w: %d more apiservers need about %s with a margin of %s, and %s is available",
+			errNoMemory, add, mib(need-memoryMargin), mib(memoryMargin), mib(avail))
+	}
+	start := time.Now()
+	news := make([]*apiMember, add)
+	for i := range news {
+		news[i] = &apiMember{name: fmt.Sprintf("bench-m%02d", len(f.members)+i)}
+	}
+	sem := make(chan struct{}, parallel)
+	errs := make([]error, add)
+	var wg sync.WaitGroup
+	for i, m := range news {
+		wg.Go(func() {
+			select {
+			case sem <- struct{}{}:
+			case <-ctx.Done():
+				errs[i] = ctx.Err()
+				return
+			}
+			defer func() { <-sem }()
+			errs[i] = f.startMember(ctx, m)
+		})
+	}
+	wg.Wait()
+	for _, m := range news {
+		if m.proc != nil {
+			// Started or not, close must stop it.
+			f.members = append(f.members, m)
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	var startups []time.Duration
+	for _, m := range news {
+		startups = append(startups, m.startup)
+	}
+	f.logf("Started %d apiserver-only members in %s (each: median %s to ready), %d in all", add, ms(time.Since(start)), ms(median(startups)), len(f.members))
+	return nil
+}
+
+// startMember starts m's kube-apiserver and waits for its /readyz, on
+// another port if the first was taken meanwhile.
+func (f *fleet) startMember(ctx context.Context, m *apiMember) error {
+	for attempt := 1; ; attempt++ {
+		port, err := freePort()
+		if err != nil {
+			return err
+		}
+		m.port = port
+		file := func(name string) string { return filepath.Join(f.dir, name) }
+		args := []string{
+			filepath.Join(f.binDir, "kube-apiserver"),
+			"--etcd-servers", f.etcdURL,
+			"--etcd-prefix", "/" + m.name,
+			"--bind-address", "127.0.0.1",
+			"--advertise-address", "127.0.0.1",
+			"--secure-port", strconv.Itoa(port),
+			"--tls-cert-file", file("serving.crt"),
+			"--tls-private-key-file", file("serving.key"),
+			"--client-ca-file", file("ca.crt"),
+			"--service-account-issuer", "https://" + m.name + ".bench.invalid",
+			"--service-account-key-file", file("sa.pub"),
+			"--service-account-signing-key-file", file("sa.key"),
+			"--service-cluster-ip-range", "10.96.0.0/16",
+			// A benchmark member: whoever holds a certificate of the
+			// fleet's CA may do anything.
+			"--authorization-mode", "AlwaysAllow",
+			"--runtime-config", apiserverRuntimeConfig,
+			"--disable-admission-plugins", strings.Join(apiserverDisabledAdmission, ","),
+			// Priority and fairness keeps a dozen informers and config
+			// objects per server; a member serving one client needs none.
+			"--enable-priority-and-fairness=false",
+			// Nothing here needs: the endpoints of the default "kubernetes"
+			// Service, profiling, or a count of objects polled every minute.
+			"--endpoint-reconciler-type", "none",
+			"--profiling=false",
+			"--etcd-count-metric-poll-period", "0",
+		}
+		begin := time.Now()
+		m.proc, err = startProc(m.name, file(m.name+".log"), os.Environ(), args...)
+		if err != nil {
+			return err
+		}
+		c := &http.Client{Transport: &http.Transport{TLSClientConfig: f.tlsConfig}, Timeout: 2 * time.Second}
+		err = waitHTTP(ctx, c, fmt.Sprintf("https://127.0.0.1:%d/readyz", port), m.proc, 2*time.Minute)
+		c.CloseIdleConnections()
+		if err == nil {
+			m.startup = time.Since(begin)
+			m.startCPU, _ = cpuSeconds(m.proc.pid())
+			break
+		}
+		m.proc.stop(5 * time.Second)
+		if attempt == 3 || !strings.Contains(m.proc.logTail(30), "address already in use") {
+			return fmt.Errorf("apiserver %s: %w\n%s", m.name, err, m.proc.logTail(15))
+		}
+	}
+	kc := clientcmdapi.NewConfig()
+	kc.Clusters[m.name] = &clientcmdapi.Cluster{Server: fmt.Sprintf("https://127.0.0.1:%d", m.port), CertificateAuthorityData: f.caPEM}
+	kc.AuthInfos["fedop"] = &clientcmdapi.AuthInfo{ClientCertificateData: f.clientCertPEM, ClientKeyData: f.clientKeyPEM}
+	kc.Contexts[m.name] = &clientcmdapi.Context{Cluster: m.name, AuthInfo: "fedop"}
+	kc.CurrentContext = m.name
+	var err error
+	if m.kubeconfig, err = clientcmd.Write(*kc); err != nil {
+		return err
+	}
+	if m.cfg, err = clientcmd.RESTConfigFromKubeConfig(m.kubeconfig); err != nil {
+		return err
+	}
+	m.client, err = kubernetes.NewForConfig(fastConfig(m.cfg))
+	return err
+}
+
+// shrink stops the apiservers beyond the first n.
+func (f *fleet) shrink(n int) {
+	if n >= len(f.members) {
+		return
+	}
+	var wg sync.WaitGroup
+	for _, m := range f.members[n:] {
+		wg.Go(func() { m.proc.stop(10 * time.Second) })
+	}
+	wg.Wait()
+	f.members = f.members[:n]
+}
+
+// close stops every apiserver (SIGCONT first: one may be stopped) and
+// etcd, and removes the fleet's directory.
+func (f *fleet) close() {
+	f.shrink(0)
+	if f.etcd != nil {
+		f.etcd.stop(10 * time.Second)
+	}
+	if err := os.RemoveAll(f.dir); err != nil {
+		f.logf("Removing %s: %v", f.dir, err)
+	}
+}
+
+// rssOf returns the RSS of every running member, in member order.
+func (f *fleet) rssOf() []float64 {
+	var out []float64
+	for _, m := range f.members {
+		if rss, err := rssBytes(m.proc.pid()); err == nil {
+			out = append(out, rss)
+		}
+	}
+	return out
+}
+
+func (f *fleet) medianRSS() float64 { return median(f.rssOf()) }
+
+// cpuOf returns the CPU seconds used so far by every member and etcd.
+func (f *fleet) cpuOf() float64 {
+	total := 0.0
+	for _, p := range append(f.procs(), f.etcd) {
+		if c, err := cpuSeconds(p.pid()); err == nil {
+			total += c
+		}
+	}
+	return total
+}
+
+func (f *fleet) procs() []*proc {
+	var out []*proc
+	for _, m := range f.members {
+		out = append(out, m.proc)
+	}
+	return out
+}
+
+// fleetStats is what the fleet cost, for the report.
+type fleetStats struct {
+	members int
+	// rss is each apiserver's RSS (median, min, max) and etcd's.
+	rssMedian, rssMin, rssMax, etcdRSS float64
+	// startup is the median time from exec to ready; startCPU the median
+	// CPU used by then.
+	startup  time.Duration
+	startCPU float64
+	// idleCores is the CPU all apiservers and etcd used per second of a
+	// quiet window (no manager connected).
+	idleCores float64
+}
+
+// stats measures the fleet's memory now and its CPU over window, with no
+// manager connected.
+func (f *fleet) stats(ctx context.Context, window time.Duration) (fleetStats, error) {
+	s := fleetStats{members: len(f.members)}
+	cpu0 := f.cpuOf()
+	select {
+	case <-ctx.Done():
+		return s, ctx.Err()
+	case <-time.After(window):
+	}
+	s.idleCores = (f.cpuOf() - cpu0) / window.Seconds()
+	rss := f.rssOf()
+	if len(rss) > 0 {
+		s.rssMedian, s.rssMin, s.rssMax = median(rss), slices.Min(rss), slices.Max(rss)
+	}
+	s.etcdRSS, _ = rssBytes(f.etcd.pid())
+	var startups []time.Duration
+	var cpus []float64
+	for _, m := range f.members {
+		startups = append(startups, m.startup)
+		cpus = append(cpus, m.startCPU)
+	}
+	s.startup, s.startCPU = median(startups), median(cpus)
+	return s, nil
+}
+
+// signal sends sig to member m's apiserver: SIGSTOP makes it a dead member
+// (its sockets stay open, nothing answers), SIGCONT brings it back.
+func (m *apiMember) signal(sig syscall.Signal) error {
+	if err := m.proc.cmd.Process.Signal(sig); err != nil {
+		return fmt.Errorf("%s to %s: %w", sig, m.name, err)
+	}
+	m.stopped = sig == syscall.SIGSTOP
+	return nil
+}

@@ -1,0 +1,232 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/fedop-io/fedop/api/v1alpha1"
+)
+
+// memPoint is the manager's memory at one stage of item 4.
+type memPoint struct {
+	label              string
+	managed, unrelated int
+	// rss is VmRSS from /proc/<pid>/status, in bytes: the median of the
+	// last samples once it was steady.
+	rss float64
+	// heapLive is go_gc_heap_live_bytes (the heap marked live by the last
+	// GC); heapInuse go_memstats_heap_inuse_bytes.
+	heapLive, heapInuse float64
+	goroutines          float64
+	// cpu is process_cpu_seconds_total at the sample.
+	cpu float64
+	// took is how long reaching this stage took (creating and waiting for
+	// the pods).
+	took time.Duration
+}
+
+// rssBytes returns the VmRSS of process pid.
+func rssBytes(pid int) (float64, error) {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, err
+	}
+	for line := range strings.Lines(string(data)) {
+		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			f := strings.Fields(rest)
+			if len(f) != 2 || f[1] != "kB" {
+				return 0, fmt.Errorf("unexpected VmRSS line %q", line)
+			}
+			kb, err := strconv.ParseFloat(f[0], 64)
+			return kb * 1024, err
+		}
+	}
+	return 0, fmt.Errorf("no VmRSS in /proc/%d/status", pid)
+}
+
+// Steadiness of a memory sample: RSS is read every memSampleEvery; it is
+// steady when memSteadyCount readings in a row lie within memSteadyRatio of
+// their median, and is taken anyway after memSteadyTimeout.
+const (
+	memSampleEvery   = time.Second
+	memSteadyCount   = 5
+	memSteadyRatio   = 0.02
+	memSteadyTimeout = 60 * time.Second
+)
+
+// sampleMemory waits for the manager's RSS to be steady and returns it
+// with the heap figures from its metrics.
+func (b *bench) sampleMemory(ctx context.Context, label string, managed, unrelated int, took time.Duration) (memPoint, error) {
+	rss, err := steadyRSS(ctx, b.managerPID)
+	if err != nil {
+		return memPoint{}, err
+	}
+	s, err := scrapeMetrics(ctx, b.metricsURL)
+	if err != nil {
+		return memPoint{}, err
+	}
+	p := memPoint{label: label, managed: managed, unrelated: unrelated, rss: rss, took: took}
+	p.heapLive, _ = s.sum("go_gc_heap_live_bytes", nil)
+	p.heapInuse, _ = s.sum("go_memstats_heap_inuse_bytes", nil)
+	p.goroutines, _ = s.sum("go_goroutines", nil)
+	p.cpu, _ = s.sum("process_cpu_seconds_total", nil)
+	b.logf("Memory %s: RSS %s, live heap %s, in-use heap %s, %0.f goroutines", label, mib(p.rss), mib(p.heapLive), mib(p.heapInuse), p.goroutines)
+	return p, nil
+}
+
+// steadyRSS reads the RSS of process pid every memSampleEvery until
+// memSteadyCount readings in a row are steady (or memSteadyTimeout passed)
+// and returns their median.
+func steadyRSS(ctx context.Context, pid int) (float64, error) {
+	deadline := time.Now().Add(memSteadyTimeout)
+	var window []float64
+	for {
+		rss, err := rssBytes(pid)
+		if err != nil {
+			return 0, fmt.Errorf("reading the manager's RSS: %w", err)
+		}
+		window = append(window, rss)
+		if len(window) > memSteadyCount {
+			window = window[1:]
+		}
+		if len(window) == memSteadyCount && (steady(window) || time.Now().After(deadline)) {
+			return median(window), nil
+		}
+		select {
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		case <-time.After(memSampleEvery):
+		}
+	}
+}
+
+func steady(xs []float64) bool {
+	m := median(xs)
+	for _, x := range xs {
+		if x < m*(1-memSteadyRatio) || x > m*(1+memSteadyRatio) {
+			return false
+		}
+	}
+	return true
+}
+
+func mib(bytes float64) string { return fmt.Sprintf("%.1f MiB", bytes/(1<<20)) }
+
+// memoryFederation is one FederationCluster of item 4: one component with
+// perMember pods in every member.
+func memoryFederation(name string, members []string, perMember int32) *v1alpha1.FederationCluster {
+	fc := &v1alpha1.FederationCluster{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace}}
+	comp := v1alpha1.Component{Name: "m", Template: podTemplate(map[string]string{"app": name}, name, imagePrefix+"mem")}
+	for _, m := range members {
+		comp.Topology = append(comp.Topology, v1alpha1.Placement{Member: m, Replicas: perMember})
+	}
+	fc.Spec.Components = []v1alpha1.Component{comp}
+	return fc
+}
+
+// waitFederationsReady waits until every FederationCluster named in keys
+// reports all its pods Ready, polling the host every second.
+func waitFederationsReady(ctx context.Context, host client.Client, keys []client.ObjectKey, want int32, logf func(string, ...any)) error {
+	last := time.Now()
+	for {
+		ready, all := int32(0), true
+		for _, key := range keys {
+			var fc v1alpha1.FederationCluster
+			if err := host.Get(ctx, key, &fc); err != nil {
+				return err
+			}
+			ready += fc.Status.ReadyReplicas
+			if fc.Status.ReadyReplicas != want || fc.Status.Replicas != want {
+				all = false
+			}
+		}
+		if all {
+			return nil
+		}
+		if time.Since(last) > 15*time.Second {
+			logf("  %d of %d managed pods Ready", ready, int(want)*len(keys))
+			last = time.Now()
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for %d FederationClusters to be Ready (%d pods Ready): %w", len(keys), ready, ctx.Err())
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+// unrelatedLabel is the only label of the pods fedop does not manage.
+const unrelatedLabel = "bench.fedop.io/unrelated"
+
+// createUnrelated creates n pods without any of fedop's labels in member
+// cs, in the benchmark's namespace (fedop's own pods live there too), bound
+// round-robin to nodes by spec.nodeName: the scheduler's throughput is not
+// what this measures. Requests run on workers goroutines.
+func createUnrelated(ctx context.Context, cs kubernetes.Interface, nodes []string, n, workers int) error {
+	jobs := make(chan int)
+	errs := make(chan error, workers)
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for i := range jobs {
+				pod := &corev1.Pod{
+					ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("unrelated-%05d", i), Namespace: namespace, Labels: map[string]string{unrelatedLabel: "true"}},
+					Spec:       podTemplate(nil, "unrelated", imagePrefix+"unrelated").Spec,
+				}
+				pod.Spec.NodeName = nodes[i%len(nodes)]
+				if _, err := cs.CoreV1().Pods(namespace).Create(ctx, pod, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+					select {
+					case errs <- fmt.Errorf("creating pod %s: %w", pod.Name, err):
+					default:
+					}
+					return
+				}
+			}
+		})
+	}
+	var err error
+feed:
+	for i := range n {
+		select {
+		case jobs <- i:
+		case err = <-errs:
+			break feed
+		case <-ctx.Done():
+			err = ctx.Err()
+			break feed
+		}
+	}
+	close(jobs)
+	wg.Wait()
+	if err == nil {
+		select {
+		case err = <-errs:
+		default:
+		}
+	}
+	return err
+}
+
+// readyCount returns the number of live Ready instances.
+func (o *observer) readyCount() int {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	n := 0
+	for _, r := range o.recs {
+		if r.live() && r.ready {
+			n++
+		}
+	}
+	return n
+}

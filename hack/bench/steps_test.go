@@ -1,0 +1,127 @@
+package main
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+func TestComputeSteps(t *testing.T) {
+	t0 := time.Date(2026, 11, 21, 6, 0, 0, 0, time.UTC)
+	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
+	old := func(cluster, name string, deleted int) podRecord {
+		return podRecord{cluster: cluster, name: name, uid: types.UID(name + "-old"), firstSeen: at(-10000), readyAt: at(-9000), deletedAt: at(deleted), goneAt: at(deleted + 10)}
+	}
+	repl := func(cluster, name string, created, ready int) podRecord {
+		r := podRecord{cluster: cluster, name: name, uid: types.UID(name + "-new"), firstSeen: at(created)}
+		if ready >= 0 {
+			r.readyAt = at(ready)
+		}
+		return r
+	}
+	tests := []struct {
+		name      string
+		recs      []podRecord
+		deletions int
+		overheads []time.Duration
+		overlaps  int
+	}{
+		{
+			name: "one pod at a time across clusters",
+			recs: []podRecord{
+				old("a", "p-1", 0), repl("a", "p-1", 20, 30),
+				old("b", "p-2", 45), repl("b", "p-2", 60, 70),
+				old("a", "p-0", 100), repl("a", "p-0", 120, 130),
+			},
+			deletions: 3,
+			overheads: []time.Duration{15 * time.Millisecond, 30 * time.Millisecond},
+		},
+		{
+			name: "a deletion before the previous replacement is Ready is an overlap",
+			recs: []podRecord{
+				old("a", "p-1", 0), repl("a", "p-1", 20, 80),
+				old("a", "p-0", 50), repl("a", "p-0", 60, 70),
+			},
+			deletions: 2,
+			overlaps:  1,
+		},
+		{
+			name: "an instance of the same name in another cluster is not a replacement",
+			recs: []podRecord{
+				old("a", "p-1", 0), repl("b", "p-1", 20, 30),
+				old("a", "p-0", 50),
+			},
+			deletions: 2,
+			overlaps:  1,
+		},
+		{
+			name: "deletions before the window are left out",
+			recs: []podRecord{
+				old("a", "p-9", -500),
+				old("a", "p-1", 0), repl("a", "p-1", 20, 30),
+				old("a", "p-0", 40),
+			},
+			deletions: 2,
+			overheads: []time.Duration{10 * time.Millisecond},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			st := computeSteps(tc.recs, t0)
+			assert.Equal(t, tc.deletions, st.deletions)
+			assert.Equal(t, tc.overheads, st.overheads)
+			assert.Equal(t, tc.overlaps, st.overlaps)
+		})
+	}
+}
+
+func TestPercentileAndMedian(t *testing.T) {
+	ms := func(xs ...int) []time.Duration {
+		var out []time.Duration
+		for _, x := range xs {
+			out = append(out, time.Duration(x)*time.Millisecond)
+		}
+		return out
+	}
+	ds := ms(50, 10, 40, 20, 30)
+	assert.Equal(t, 30*time.Millisecond, percentile(ds, 50))
+	assert.Equal(t, 50*time.Millisecond, percentile(ds, 90))
+	assert.Equal(t, 50*time.Millisecond, percentile(ds, 100))
+	assert.Equal(t, time.Duration(0), percentile(nil, 50))
+	assert.Equal(t, 30*time.Millisecond, median(ds))
+	assert.Equal(t, 2.5, median([]float64{4, 1, 2, 3}))
+}
+
+func TestParseText(t *testing.T) {
+	in := `# HELP rest_client_requests_total Number of HTTP requests.
+# TYPE rest_client_requests_total counter
+rest_client_requests_total{code="200",host="127.0.0.1:32750",method="GET"} 12
+rest_client_requests_total{code="201",host="127.0.0.1:32764",method="POST"} 3
+rest_client_requests_total{code="409",host="127.0.0.1:32764",method="PUT"} 1
+weird{l="a \"quoted\", comma\n"} 1.5e+06
+go_goroutines 128
+`
+	samples, err := parseText(strings.NewReader(in))
+	require.NoError(t, err)
+	require.Len(t, samples, 5)
+	assert.Equal(t, "a \"quoted\", comma\n", samples[3].labels["l"])
+	assert.Equal(t, 1.5e6, samples[3].value)
+	s := scrape{samples: samples}
+	v, ok := s.sum("go_goroutines", nil)
+	assert.True(t, ok)
+	assert.Equal(t, 128.0, v)
+
+	hosts := map[string]string{"127.0.0.1:32764": "host", "127.0.0.1:32750": "k8s-a"}
+	before := scrape{samples: samples[:2]}
+	d := requestDelta(before, s, hosts)
+	assert.Equal(t, map[reqKey]float64{{"host", "PUT", "409"}: 1}, d)
+	c := countRequests(s.requests(hosts))
+	assert.Equal(t, requestCounts{hostWrites: 4, memberReads: 12}, c)
+
+	_, err = parseText(strings.NewReader(`bad{l="x} 1`))
+	assert.Error(t, err)
+}
