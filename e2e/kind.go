@@ -55,19 +55,11 @@ func newKindProvider(cfg Config) (*Provider, error) {
 	if cfg.LabDir != "" {
 		logPath = filepath.Join(cfg.LabDir, "manager.log")
 	}
-	members := &kindMembers{prefix: cfg.KindPrefix, clients: map[string]rest.Interface{}}
-	for _, m := range cfg.Members {
-		rc, err := RESTConfig(m.Kubeconfig)
-		if err != nil {
-			return nil, err
-		}
-		rc.Timeout = 2 * time.Second
-		cs, err := kubernetes.NewForConfig(rc)
-		if err != nil {
-			return nil, fmt.Errorf("member %s: %w", m.Name, err)
-		}
-		members.clients[m.Name] = cs.Discovery().RESTClient()
+	clients, err := readyzClients(cfg)
+	if err != nil {
+		return nil, err
 	}
+	members := &kindMembers{prefix: cfg.KindPrefix, clients: clients}
 	return &Provider{
 		Name:      ProviderKind,
 		Manager:   &KindManager{Client: host, Namespace: kindManagerNamespace, Deployment: kindManagerDeployment, LogPath: logPath},

@@ -15,7 +15,6 @@ import (
 	"syscall"
 	"time"
 
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 )
 
@@ -52,19 +51,11 @@ func newLabProvider(cfg Config) (*Provider, error) {
 	if _, err := os.Stat(script); err != nil {
 		return nil, fmt.Errorf("lab provider: %w", err)
 	}
-	members := &labMembers{kwokDir: filepath.Join(cfg.LabDir, "kwok"), clients: map[string]rest.Interface{}}
-	for _, m := range cfg.Members {
-		rc, err := RESTConfig(m.Kubeconfig)
-		if err != nil {
-			return nil, err
-		}
-		rc.Timeout = 2 * time.Second
-		cs, err := kubernetes.NewForConfig(rc)
-		if err != nil {
-			return nil, fmt.Errorf("member %s: %w", m.Name, err)
-		}
-		members.clients[m.Name] = cs.Discovery().RESTClient()
+	clients, err := readyzClients(cfg)
+	if err != nil {
+		return nil, err
 	}
+	members := &labMembers{kwokDir: filepath.Join(cfg.LabDir, "kwok"), clients: clients}
 	return &Provider{
 		Name: ProviderLab,
 		Manager: &LabManager{

@@ -3,6 +3,10 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"time"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 )
 
 // Manager controls the fedop-manager under test: one manager, pointed at
@@ -79,4 +83,23 @@ func NewProvider(cfg Config) (*Provider, error) {
 	default:
 		return nil, fmt.Errorf("unknown provider %q (known: %s, %s)", cfg.Provider, ProviderLab, ProviderKind)
 	}
+}
+
+// readyzClients returns, for every member in cfg, a client for probing its
+// /readyz with a 2s timeout per request: MemberFaults.Up waits on it.
+func readyzClients(cfg Config) (map[string]rest.Interface, error) {
+	clients := map[string]rest.Interface{}
+	for _, m := range cfg.Members {
+		rc, err := RESTConfig(m.Kubeconfig)
+		if err != nil {
+			return nil, err
+		}
+		rc.Timeout = 2 * time.Second
+		cs, err := kubernetes.NewForConfig(rc)
+		if err != nil {
+			return nil, fmt.Errorf("member %s: %w", m.Name, err)
+		}
+		clients[m.Name] = cs.Discovery().RESTClient()
+	}
+	return clients, nil
 }
