@@ -661,8 +661,12 @@ func (r *results) writeMissed(b *strings.Builder, o options, rows []row) {
 			cf, cs := beyondD(r.delayFedop, r.fedop.pods, o.delay), beyondD(r.delaySTS, r.sts.pods, o.delay)
 			fmt.Fprintf(b, "Each step took D plus %s (median of rounds; the StatefulSet: D plus %s). "+
 				"With c that time beyond D, the efficiency is D / (D + c), so %.2f needs D of at least %.0f c: %s here. "+
-				"The step overheads of these rounds (section 2: fedop's p50 against the StatefulSet's) say how much of c is the controller's own.\n",
-				ms(cf), ms(cs), targetEfficiency, targetEfficiency/(1-targetEfficiency), ms(time.Duration(float64(cf)*targetEfficiency/(1-targetEfficiency))))
+				"Of c, the controller's own part is the step overhead (Ready seen to the next deletion seen): p50 %s for fedop against %s for the StatefulSet over these rounds. "+
+				"Before each deletion fedop acknowledges the step with a resourceVersion-checked status write to the host (the status-flag mutex, which lets the operation survive a restart), "+
+				"a round trip to another API server that the in-cluster controller does not make; the rest of c is the pod's own cycle "+
+				"(deletion, kwok removing it, creation, scheduling, the Ready status reaching the watchers).\n",
+				ms(cf), ms(cs), targetEfficiency, targetEfficiency/(1-targetEfficiency), ms(time.Duration(float64(cf)*targetEfficiency/(1-targetEfficiency))),
+				ms(percentile(pooled(r.delayFedop), 50)), ms(percentile(pooled(r.delaySTS), 50)))
 		}
 	}
 }
