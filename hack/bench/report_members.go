@@ -255,6 +255,10 @@ func (r *results) writeDeadDetails(b *strings.Builder, o options) {
 		}
 		b.WriteString(mdRow(when, fmt.Sprintf("%.0f", s.goroutines), mib(s.rss), fmt.Sprintf("%.1f s", s.cpu), fmt.Sprint(s.deadConnected)))
 	}
+	b.WriteString("\nRSS grows with the steps taken, not with the time the member is stopped: the manager's events.k8s.io recorder " +
+		"(client-go `tools/events`) keeps every Event it sent, to fold repeats into a series, and drops those older than 6 minutes " +
+		"once every 6 minutes (`finishTime`), so it holds 6 to 12 minutes of Events. At this item's pace, one `PodReplaced` Event for each " +
+		"of several steps a second, that is tens of MiB; at a real rollout's pace, a step per pod start, it is little.\n")
 	if d.profile != nil {
 		fmt.Fprintf(b, "\nProfile: %s (`%s`, `go tool pprof -top`):\n\n```\n%s```\n", d.profile.what, d.profile.path, d.profile.top)
 	}
