@@ -22,6 +22,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/retry"
@@ -208,12 +209,11 @@ func (s *scenario) deleteFC() {
 	if err := suite.host.Delete(ctx, fc); err != nil && !apierrors.IsNotFound(err) {
 		s.t.Errorf("deleting FederationCluster %s: %v", s.key, err)
 	}
-	deadline := time.Now().Add(90 * time.Second)
-	for time.Now().Before(deadline) {
-		if err := suite.host.Get(ctx, s.key, fc); apierrors.IsNotFound(err) {
-			return
-		}
-		time.Sleep(poll)
+	err := wait.PollUntilContextTimeout(ctx, poll, 90*time.Second, true, func(ctx context.Context) (bool, error) {
+		return apierrors.IsNotFound(suite.host.Get(ctx, s.key, fc)), nil
+	})
+	if err == nil {
+		return
 	}
 	s.t.Errorf("FederationCluster %s was not deleted within 90s; dropping its finalizer", s.key)
 	_ = retry.RetryOnConflict(retry.DefaultRetry, func() error {
