@@ -14,7 +14,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 )
@@ -103,7 +102,7 @@ func (m *KindManager) Start(ctx context.Context) error {
 		return err
 	}
 	var last string
-	err := kindPoll(ctx, func() (bool, error) {
+	err := waitFor(ctx, kindPollInterval, func() (bool, error) {
 		pods, err := m.livePods(ctx)
 		if err != nil || len(pods) != 1 {
 			last = fmt.Sprintf("%d live pods", len(pods))
@@ -132,7 +131,7 @@ func (m *KindManager) Start(ctx context.Context) error {
 		}
 		last = fmt.Sprintf("pod %s runs; its manager has not started its workers (leader election?)", pod.Name)
 		return false, nil
-	})
+	}, "the manager's workers to start")
 	if err != nil {
 		return fmt.Errorf("starting fedop-manager: %w (last seen: %s)", err, last)
 	}
@@ -161,10 +160,10 @@ func (m *KindManager) Stop(ctx context.Context) error {
 	if err := m.scale(ctx, 0); err != nil {
 		return err
 	}
-	return kindPoll(ctx, func() (bool, error) {
+	return waitFor(ctx, kindPollInterval, func() (bool, error) {
 		pods, err := m.pods(ctx)
 		return err == nil && len(pods) == 0, nil
-	})
+	}, "the manager's pods to be gone")
 }
 
 // Kill deletes the running manager pod with grace period 0 (the API object
@@ -191,7 +190,7 @@ func (m *KindManager) Kill(ctx context.Context) error {
 			return fmt.Errorf("deleting fedop-manager pod %s: %w", p.Name, err)
 		}
 	}
-	return kindPoll(ctx, func() (bool, error) {
+	return waitFor(ctx, kindPollInterval, func() (bool, error) {
 		for _, p := range pods {
 			got, err := m.Client.CoreV1().Pods(m.Namespace).Get(ctx, p.Name, metav1.GetOptions{})
 			if err == nil && got.UID == p.UID {
@@ -202,7 +201,7 @@ func (m *KindManager) Kill(ctx context.Context) error {
 			}
 		}
 		return true, nil
-	})
+	}, "the killed manager pod to be gone")
 }
 
 // Restart stops the manager gracefully and starts it again.
@@ -331,10 +330,10 @@ func (k *kindMembers) Down(ctx context.Context, member string) error {
 	if _, err := docker(ctx, "pause", name); err != nil {
 		return err
 	}
-	return kindPoll(ctx, func() (bool, error) {
+	return waitFor(ctx, kindPollInterval, func() (bool, error) {
 		out, err := docker(ctx, "inspect", "--format", "{{.State.Paused}}", name)
 		return err == nil && out == "true", nil
-	})
+	}, "node container %s to be paused", name)
 }
 
 // Up unpauses member's node container and returns once the member answers
@@ -354,9 +353,9 @@ func (k *kindMembers) Up(ctx context.Context, member string) error {
 	if !ok {
 		return fmt.Errorf("member %s is not one of the suite's members", member)
 	}
-	return kindPoll(ctx, func() (bool, error) {
+	return waitFor(ctx, kindPollInterval, func() (bool, error) {
 		return c.Get().AbsPath("/readyz").Do(ctx).Error() == nil, nil
-	})
+	}, "member %s to answer /readyz", member)
 }
 
 // kindRegistrar registers members with hack/register-member.sh. The
@@ -399,14 +398,6 @@ func docker(ctx context.Context, args ...string) (string, error) {
 		return "", fmt.Errorf("docker %s: %w: %s", strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
 	}
 	return strings.TrimSpace(stdout.String()), nil
-}
-
-// kindPoll calls cond every kindPollInterval, at once first, until it is
-// true, it fails, or ctx ends.
-func kindPoll(ctx context.Context, cond func() (bool, error)) error {
-	return wait.PollUntilContextCancel(ctx, kindPollInterval, true, func(context.Context) (bool, error) {
-		return cond()
-	})
 }
 
 // Compile-time checks that the kind types implement the suite's interfaces.

@@ -312,7 +312,7 @@ func (l *labMembers) Down(ctx context.Context, member string) error {
 	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
 		return fmt.Errorf("SIGSTOP kube-apiserver of %s (pid %d): %w", member, pid, err)
 	}
-	return waitFor(ctx, func() (bool, error) {
+	return waitFor(ctx, labPollInterval, func() (bool, error) {
 		st, err := processState(pid)
 		return st == 'T', err
 	}, "kube-apiserver of %s (pid %d) to stop", member, pid)
@@ -332,30 +332,9 @@ func (l *labMembers) Up(ctx context.Context, member string) error {
 	if !ok {
 		return fmt.Errorf("member %s is not one of the suite's members", member)
 	}
-	return waitFor(ctx, func() (bool, error) {
+	return waitFor(ctx, labPollInterval, func() (bool, error) {
 		return c.Get().AbsPath("/readyz").Do(ctx).Error() == nil, nil
 	}, "member %s to answer /readyz", member)
-}
-
-// waitFor polls cond every labPollInterval until it is true, it fails, or
-// ctx ends.
-func waitFor(ctx context.Context, cond func() (bool, error), format string, args ...any) error {
-	tick := time.NewTicker(labPollInterval)
-	defer tick.Stop()
-	for {
-		ok, err := cond()
-		if err != nil {
-			return err
-		}
-		if ok {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("waiting for %s: %w", fmt.Sprintf(format, args...), ctx.Err())
-		case <-tick.C:
-		}
-	}
 }
 
 // cmdline returns the argv of process pid.

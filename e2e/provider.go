@@ -2,9 +2,11 @@ package e2e
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 )
@@ -102,4 +104,16 @@ func readyzClients(cfg Config) (map[string]rest.Interface, error) {
 		clients[m.Name] = cs.Discovery().RESTClient()
 	}
 	return clients, nil
+}
+
+// waitFor polls cond every interval, at once first, until it is true, it
+// fails, or ctx ends. Ending with ctx, the error says what was awaited.
+func waitFor(ctx context.Context, interval time.Duration, cond func() (bool, error), format string, args ...any) error {
+	err := wait.PollUntilContextCancel(ctx, interval, true, func(context.Context) (bool, error) {
+		return cond()
+	})
+	if err != nil && ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+		return fmt.Errorf("waiting for %s: %w", fmt.Sprintf(format, args...), err)
+	}
+	return err
 }

@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/fedop-io/fedop/api/v1alpha1"
+	"github.com/fedop-io/fedop/e2e"
 	"github.com/fedop-io/fedop/member"
 )
 
@@ -193,7 +194,7 @@ func (b *bench) deadPhase(ctx context.Context) error {
 				return out, fmt.Errorf("%s: %w", when, err)
 			}
 			out = append(out, o)
-			b.logf("Item 6, round %d, every member up (%s): step overhead p50 %s p99 %s", round, when, ms(percentile(o.steps.overheads, 50)), ms(percentile(o.steps.overheads, 99)))
+			b.logf("Item 6, round %d, every member up (%s): step overhead p50 %s p99 %s", round, when, ms(e2e.Percentile(o.steps.overheads, 50)), ms(e2e.Percentile(o.steps.overheads, 99)))
 		}
 		return out, nil
 	}

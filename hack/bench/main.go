@@ -26,6 +26,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/fedop-io/fedop/api/v1alpha1"
+	"github.com/fedop-io/fedop/e2e"
 )
 
 func main() {
@@ -439,8 +440,8 @@ func (b *bench) stepPhase(ctx context.Context) error {
 			}
 			o := w.rollout
 			b.logf("Round %d, %s: %d deletions in %s, step overhead p50 %s p90 %s max %s, %d overlaps; manager requests: %s",
-				r, s.name, o.steps.deletions, ms(o.total()), ms(percentile(o.steps.overheads, 50)), ms(percentile(o.steps.overheads, 90)),
-				ms(percentile(o.steps.overheads, 100)), o.steps.overlaps, formatRequests(w.requests))
+				r, s.name, o.steps.deletions, ms(o.total()), ms(e2e.Percentile(o.steps.overheads, 50)), ms(e2e.Percentile(o.steps.overheads, 90)),
+				ms(e2e.Percentile(o.steps.overheads, 100)), o.steps.overlaps, formatRequests(w.requests))
 			for _, line := range o.steps.slow {
 				b.logf("  slow step: %s", line)
 			}

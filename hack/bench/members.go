@@ -23,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/fedop-io/fedop/api/v1alpha1"
+	"github.com/fedop-io/fedop/e2e"
 	"github.com/fedop-io/fedop/member"
 )
 
@@ -133,7 +134,7 @@ type connectRun struct {
 // percentileOf returns the time by which share (0-1] of the members were
 // connected.
 func (c connectRun) percentileOf(share float64) time.Duration {
-	return percentile(c.connected, share*100)
+	return e2e.Percentile(c.connected, share*100)
 }
 
 // waitConnected polls m's metrics every connectPoll until every member in

@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/fedop-io/fedop/e2e"
 )
 
 // machineInfo names the machine and the versions a run used.
@@ -83,7 +85,7 @@ type row struct {
 func roundPercentiles(ws []windowResult, p float64) []time.Duration {
 	var out []time.Duration
 	for _, w := range ws {
-		out = append(out, percentile(w.rollout.steps.overheads, p))
+		out = append(out, e2e.Percentile(w.rollout.steps.overheads, p))
 	}
 	return out
 }
@@ -436,14 +438,14 @@ func (r *results) writeStepDetails(b *strings.Builder, o options) {
 				}
 			}
 			b.WriteString(mdRow(fmt.Sprint(i+1), w.rollout.system, ms(w.rollout.total()), fmt.Sprint(len(s.overheads)),
-				ms(percentile(s.overheads, 50)), ms(percentile(s.overheads, 90)), ms(percentile(s.overheads, 99)), ms(percentile(s.overheads, 100)),
+				ms(e2e.Percentile(s.overheads, 50)), ms(e2e.Percentile(s.overheads, 90)), ms(e2e.Percentile(s.overheads, 99)), ms(e2e.Percentile(s.overheads, 100)),
 				fmt.Sprint(slow), fmt.Sprint(s.overlaps)))
 		}
 	}
 	fp, sp := pooled(r.stepFedop), pooled(r.stepSTS)
 	fmt.Fprintf(b, "\nAll rounds pooled: fedop p50 %s, p90 %s, p99 %s over %d steps; StatefulSet p50 %s, p90 %s, p99 %s over %d steps.\n",
-		ms(percentile(fp, 50)), ms(percentile(fp, 90)), ms(percentile(fp, 99)), len(fp),
-		ms(percentile(sp, 50)), ms(percentile(sp, 90)), ms(percentile(sp, 99)), len(sp))
+		ms(e2e.Percentile(fp, 50)), ms(e2e.Percentile(fp, 90)), ms(e2e.Percentile(fp, 99)), len(fp),
+		ms(e2e.Percentile(sp, 50)), ms(e2e.Percentile(sp, 90)), ms(e2e.Percentile(sp, 99)), len(sp))
 	if r.operatorSteps > 0 {
 		fmt.Fprintf(b, "The manager's own histogram (`fedop_rollout_step_overhead_seconds`) counted %.0f steps over the same rounds, mean %s. "+
 			"It measures, in the manager, from the member event that first showed the replacement Ready (or from the Ready condition's "+
@@ -468,7 +470,7 @@ func (r *results) writeDelayDetails(b *strings.Builder, o options) {
 			floor := time.Duration(pods) * o.delay
 			s := w.rollout.steps
 			b.WriteString(mdRow(fmt.Sprint(i+1), w.rollout.system, ms(w.rollout.total()), floor.String(),
-				fmt.Sprintf("%.3f", float64(floor)/float64(w.rollout.total())), ms(percentile(s.overheads, 50)), ms(percentile(s.overheads, 99))))
+				fmt.Sprintf("%.3f", float64(floor)/float64(w.rollout.total())), ms(e2e.Percentile(s.overheads, 50)), ms(e2e.Percentile(s.overheads, 99))))
 		}
 	}
 	b.WriteString("\nWhat separates a step from D is the whole pod cycle, not only the controller's overhead: the deletion, kwok removing the pod, " +
@@ -666,7 +668,7 @@ func (r *results) writeMissed(b *strings.Builder, o options, rows []row) {
 				"a round trip to another API server that the in-cluster controller does not make; the rest of c is the pod's own cycle "+
 				"(deletion, kwok removing it, creation, scheduling, the Ready status reaching the watchers).\n",
 				ms(cf), ms(cs), targetEfficiency, targetEfficiency/(1-targetEfficiency), ms(time.Duration(float64(cf)*targetEfficiency/(1-targetEfficiency))),
-				ms(percentile(pooled(r.delayFedop), 50)), ms(percentile(pooled(r.delaySTS), 50)))
+				ms(e2e.Percentile(pooled(r.delayFedop), 50)), ms(e2e.Percentile(pooled(r.delaySTS), 50)))
 		}
 	}
 }

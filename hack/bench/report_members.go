@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/fedop-io/fedop/e2e"
 )
 
 // The report's rows and sections of items 5 and 6.
@@ -108,7 +110,7 @@ func (d *deadResult) baseline() []rolloutResult {
 func rolloutPercentiles(rs []rolloutResult, p float64) []time.Duration {
 	var out []time.Duration
 	for _, r := range rs {
-		out = append(out, percentile(r.steps.overheads, p))
+		out = append(out, e2e.Percentile(r.steps.overheads, p))
 	}
 	return out
 }
@@ -199,7 +201,7 @@ func (r *results) writeDeadDetails(b *strings.Builder, o options) {
 		b.WriteString(mdRow(ph.name, fmt.Sprint(len(ph.rs)), fmt.Sprint(len(all)),
 			fmt.Sprintf("%s (%s to %s)", ms(median(p50s)), ms(slices.Min(p50s)), ms(slices.Max(p50s))),
 			ms(median(rolloutPercentiles(ph.rs, 90))), fmt.Sprintf("%s (%s)", ms(median(p99s)), ms(slices.Max(p99s))),
-			ms(percentile(all, 100)), fmt.Sprint(slow), fmt.Sprint(overlaps)))
+			ms(e2e.Percentile(all, 100)), fmt.Sprint(slow), fmt.Sprint(overlaps)))
 	}
 	if len(r.stepFedop) > 0 {
 		fmt.Fprintf(b, "\nFor comparison, item 1's fedop p50 in this run (main manager, two members): %s.\n", ms(median(roundPercentiles(r.stepFedop, 50))))

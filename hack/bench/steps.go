@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"math"
 	"slices"
 	"sort"
 	"time"
@@ -81,18 +80,6 @@ func computeSteps(recs []podRecord, start time.Time) stepStats {
 		}
 	}
 	return st
-}
-
-// percentile returns the p-th percentile (0 < p <= 100, nearest rank) of
-// ds, or 0 when ds is empty.
-func percentile(ds []time.Duration, p float64) time.Duration {
-	if len(ds) == 0 {
-		return 0
-	}
-	s := slices.Clone(ds)
-	slices.Sort(s)
-	rank := int(math.Ceil(p / 100 * float64(len(s))))
-	return s[min(max(rank, 1), len(s))-1]
 }
 
 // median returns the median of xs (the mean of the two middle values for

@@ -8,6 +8,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/fedop-io/fedop/e2e"
 )
 
 func TestComputeSteps(t *testing.T) {
@@ -88,10 +90,10 @@ func TestPercentileAndMedian(t *testing.T) {
 		return out
 	}
 	ds := ms(50, 10, 40, 20, 30)
-	assert.Equal(t, 30*time.Millisecond, percentile(ds, 50))
-	assert.Equal(t, 50*time.Millisecond, percentile(ds, 90))
-	assert.Equal(t, 50*time.Millisecond, percentile(ds, 100))
-	assert.Equal(t, time.Duration(0), percentile(nil, 50))
+	assert.Equal(t, 30*time.Millisecond, e2e.Percentile(ds, 50))
+	assert.Equal(t, 50*time.Millisecond, e2e.Percentile(ds, 90))
+	assert.Equal(t, 50*time.Millisecond, e2e.Percentile(ds, 100))
+	assert.Equal(t, time.Duration(0), e2e.Percentile(nil, 50))
 	assert.Equal(t, 30*time.Millisecond, median(ds))
 	assert.Equal(t, 2.5, median([]float64{4, 1, 2, 3}))
 }

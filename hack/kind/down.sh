@@ -9,7 +9,6 @@
 # Environment: KIND_PREFIX, KIND_MEMBERS as for up.sh.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
-source "$KIND_DIR/cluster-lib.sh"
 
 if ! docker info >/dev/null 2>&1; then
   log "No Docker engine answers: no kind cluster can be left"

@@ -12,7 +12,6 @@
 # Usage: hack/kind/e2e.sh [go test flags, e.g. -run 'Scenario0[12]']
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
-source "$KIND_DIR/cluster-lib.sh"
 
 start=$SECONDS
 KUBECTL=$(kubectl_bin)

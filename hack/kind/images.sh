@@ -13,7 +13,6 @@
 # Each image is built only when its inputs changed. Run by hack/kind/up.sh.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
-source "$KIND_DIR/cluster-lib.sh"
 
 out=$KIND_WORK/images
 mkdir -p "$out/manager" "$out/workload"

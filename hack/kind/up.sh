@@ -30,7 +30,6 @@
 #   FEDOP_KIND_IMAGE  node image to use instead of fedop's offline one
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
-source "$KIND_DIR/cluster-lib.sh"
 
 start=$SECONDS
 require_bins kind kubectl
