@@ -162,6 +162,18 @@ func (r *Reconciler) observe(ctx context.Context, fc *v1alpha1.FederationCluster
 	return obs, nil
 }
 
+// memberStates returns the state of every observed member, Connected only
+// where this observation could read the member's cache.
+func (o *observation) memberStates() map[string]member.State {
+	out := make(map[string]member.State, len(o.members))
+	for name, mv := range o.members {
+		s := mv.state
+		s.Connected = mv.cluster != nil
+		out[name] = s
+	}
+	return out
+}
+
 func (o *observation) component(name string) *componentView {
 	for _, c := range o.components {
 		if c.name == name {

@@ -202,6 +202,8 @@ func (r *Reconciler) recordTransitions(fc *v1alpha1.FederationCluster, before *v
 	case prev != nil && next == nil:
 		r.Recorder.Eventf(fc, nil, corev1.EventTypeNormal, "OperationCompleted", string(prev.Type), "%s completed: %s", prev.Type, plan.Message)
 	case prev != nil && next != nil && prev.Type != next.Type:
+		// One reconcile ended an operation and took the next.
+		r.Recorder.Eventf(fc, nil, corev1.EventTypeNormal, "OperationCompleted", string(prev.Type), "%s completed", prev.Type)
 		r.Recorder.Eventf(fc, nil, corev1.EventTypeNormal, "OperationStarted", string(next.Type), "%s started: %s", next.Type, plan.Message)
 	}
 	was := map[string]bool{}
@@ -212,7 +214,7 @@ func (r *Reconciler) recordTransitions(fc *v1alpha1.FederationCluster, before *v
 		connected, known := was[name]
 		switch {
 		case mv.cluster == nil && (connected || !known) && mv.state.Reason != member.ReasonConnecting:
-			r.Recorder.Eventf(fc, nil, corev1.EventTypeWarning, "MemberDisconnected", "Observe", "Member cluster %s is not connected: %s", name, memberMessage(mv))
+			r.Recorder.Eventf(fc, nil, corev1.EventTypeWarning, "MemberDisconnected", "Observe", "Member cluster %s is not connected: %s", name, memberMessage(mv.state))
 		case mv.cluster != nil && known && !connected:
 			r.Recorder.Eventf(fc, nil, corev1.EventTypeNormal, "MemberConnected", "Observe", "Member cluster %s is connected", name)
 		}

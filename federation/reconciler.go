@@ -173,7 +173,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	}
 	state := r.rolloutState(fc, obs)
 	plan := rollout.Next(state)
-	status := computeStatus(fc, obs, state, plan, r.Identity)
+	status := computeStatus(fc, obs.memberStates(), state, plan, r.Identity)
 
 	// Acknowledge: the operation, naming the pod about to be acted on, is
 	// recorded before the action, with the resourceVersion read. A conflict
