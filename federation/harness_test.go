@@ -32,8 +32,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
-	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/fedop-io/fedop/api/v1alpha1"
 	"github.com/fedop-io/fedop/federation"
@@ -260,9 +258,6 @@ func startFedop(t *testing.T, env *testenv.Federation, identity string) *fedop {
 		Members:  registry,
 		Recorder: mgr.GetEventRecorder("fedop-manager"),
 		Identity: identity,
-		Source: func(objMap func(string, client.Object) []reconcile.Request, memberMap func(string) []reconcile.Request) source.Source {
-			return registry.Source(objMap, memberMap)
-		},
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	require.NoError(t, rec.SetupWithManager(ctx, mgr))

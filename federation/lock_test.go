@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/fedop-io/fedop/api/v1alpha1"
 	"github.com/fedop-io/fedop/member"
@@ -49,6 +50,13 @@ func (f fakeMembers) Get(name string) (cluster.Cluster, error) {
 func (f fakeMembers) State(name string) member.State {
 	_, ok := f.clusters[name]
 	return member.State{Name: name, Registered: true, Connected: ok}
+}
+
+// Watch starts nothing: these tests call Reconcile themselves.
+func (f fakeMembers) Watch(context.Context, string, member.Watcher) error { return nil }
+
+func (f fakeMembers) Source(func(context.Context, string) []reconcile.Request) source.SyncingSource {
+	return nil
 }
 
 func testScheme(t *testing.T) *runtime.Scheme {

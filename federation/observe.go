@@ -9,6 +9,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/fedop-io/fedop/api/v1alpha1"
 	"github.com/fedop-io/fedop/federation/rollout"
@@ -23,6 +25,11 @@ type Members interface {
 	Get(name string) (cluster.Cluster, error)
 	// State returns what is known of a member's connection.
 	State(name string) member.State
+	// Watch starts w on a connected member's cache, once per connection.
+	Watch(ctx context.Context, name string, w member.Watcher) error
+	// Source returns the source of member state changes, mapped to
+	// requests by mapFunc.
+	Source(mapFunc func(ctx context.Context, member string) []reconcile.Request) source.SyncingSource
 }
 
 // memberView is one member as this reconcile saw it.
@@ -92,6 +99,9 @@ func (r *Reconciler) observe(ctx context.Context, fc *v1alpha1.FederationCluster
 		if err != nil {
 			mv.state.Connected = false
 			continue
+		}
+		if err := r.watch(ctx, name); err != nil {
+			return nil, err
 		}
 		mv.cluster = cl
 		var podList corev1.PodList
@@ -172,6 +182,18 @@ func (o *observation) memberStates() map[string]member.State {
 		out[name] = s
 	}
 	return out
+}
+
+// watch starts the controller's watches on member name's cache, once per
+// connection of the member: reading a member's cache and being woken by
+// its events go together.
+func (r *Reconciler) watch(ctx context.Context, name string) error {
+	for _, w := range r.watchers {
+		if err := r.Members.Watch(ctx, name, w); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func (o *observation) component(name string) *componentView {

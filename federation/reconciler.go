@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/tools/events"
@@ -13,13 +14,14 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
-	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/fedop-io/fedop/api/v1alpha1"
 	"github.com/fedop-io/fedop/federation/rollout"
+	"github.com/fedop-io/fedop/member"
 )
 
 // ControllerName names the controller, its logger and its event reporter.
@@ -46,9 +48,6 @@ type Reconciler struct {
 	Client client.Client
 	// Members gives each member's cluster (cache and client) and state.
 	Members Members
-	// Source, when set, is the member event source to watch (the registry's
-	// Source built with MapObject and MapMember); nil watches no member.
-	Source func(objMap func(string, client.Object) []reconcile.Request, memberMap func(string) []reconcile.Request) source.Source
 	// Recorder records events on FederationClusters.
 	Recorder events.EventRecorder
 	// Identity names this manager in status.operation.holder.
@@ -62,6 +61,9 @@ type Reconciler struct {
 	expectations *expectations
 	statusWrites *statusWrites
 	readyClock   *readyClock
+	// watchers are started on every member cache this controller reads
+	// (Members.Watch): its pods and Services wake it.
+	watchers []member.Watcher
 }
 
 func (r *Reconciler) now() time.Time {
@@ -73,8 +75,10 @@ func (r *Reconciler) now() time.Time {
 
 // SetupWithManager registers the controller. FederationCluster events
 // pass only when the spec (generation) or annotations change: status writes
-// are fedop's own, and member events (pods, Services, connection changes)
-// wake the reconciler when something it waits for happens.
+// are fedop's own. Member events wake the reconciler when something it
+// waits for happens: the pods and Services of every member cache it reads
+// (a watch started per member connection, see observe), and member state
+// changes (Members.Source).
 func (r *Reconciler) SetupWithManager(ctx context.Context, mgr manager.Manager) error {
 	r.expectations = newExpectations()
 	r.statusWrites = newStatusWrites()
@@ -88,19 +92,26 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr manager.Manager) 
 	if workers == 0 {
 		workers = 4
 	}
-	b := builder.ControllerManagedBy(mgr).
+	c, err := builder.ControllerManagedBy(mgr).
 		Named(ControllerName).
 		For(&v1alpha1.FederationCluster{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
-		WithOptions(controller.Options{MaxConcurrentReconciles: workers})
-	if r.Source != nil {
-		b = b.WatchesRawSource(r.Source(r.mapObject, r.mapMember(mgr.GetClient())))
+		WatchesRawSource(r.Members.Source(r.mapMember(mgr.GetClient()))).
+		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).
+		Build(r)
+	if err != nil {
+		return err
 	}
-	return b.Complete(r)
+	toFC := handler.EnqueueRequestsFromMapFunc(r.mapObject)
+	r.watchers = []member.Watcher{
+		member.KindWatcher(ControllerName+"/pods", c, &corev1.Pod{}, toFC),
+		member.KindWatcher(ControllerName+"/services", c, &corev1.Service{}, toFC),
+	}
+	return nil
 }
 
 // MapObject maps an object in a member cache to the FederationCluster that
 // owns it, by its labels: same namespace, name in app.kubernetes.io/instance.
-func MapObject(_ string, obj client.Object) []reconcile.Request {
+func MapObject(_ context.Context, obj client.Object) []reconcile.Request {
 	labels := obj.GetLabels()
 	if labels[v1alpha1.LabelManagedBy] != v1alpha1.ManagedBy || labels[v1alpha1.LabelInstance] == "" {
 		return nil
@@ -110,9 +121,9 @@ func MapObject(_ string, obj client.Object) []reconcile.Request {
 
 // mapObject is MapObject, noting pods that just became Ready for the step
 // overhead metric on the way.
-func (r *Reconciler) mapObject(member string, obj client.Object) []reconcile.Request {
+func (r *Reconciler) mapObject(ctx context.Context, obj client.Object) []reconcile.Request {
 	r.readyClock.observe(obj)
-	return MapObject(member, obj)
+	return MapObject(ctx, obj)
 }
 
 // mapMemberTimeout bounds mapMember's cache read. The read waits only
@@ -122,9 +133,9 @@ func (r *Reconciler) mapObject(member string, obj client.Object) []reconcile.Req
 const mapMemberTimeout = 5 * time.Second
 
 // mapMember maps a member to every FederationCluster that uses it.
-func (r *Reconciler) mapMember(c client.Reader) func(string) []reconcile.Request {
-	return func(name string) []reconcile.Request {
-		ctx, cancel := context.WithTimeout(context.Background(), mapMemberTimeout)
+func (r *Reconciler) mapMember(c client.Reader) func(context.Context, string) []reconcile.Request {
+	return func(ctx context.Context, name string) []reconcile.Request {
+		ctx, cancel := context.WithTimeout(ctx, mapMemberTimeout)
 		defer cancel()
 		var list v1alpha1.FederationClusterList
 		if err := c.List(ctx, &list, client.MatchingFields{memberIndex: name}); err != nil {

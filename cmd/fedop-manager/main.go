@@ -20,8 +20,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
-	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/fedop-io/fedop/api/v1alpha1"
 	"github.com/fedop-io/fedop/federation"
@@ -110,13 +108,10 @@ func run() error {
 	}
 	hostname, _ := os.Hostname()
 	rec := &federation.Reconciler{
-		Client:   mgr.GetClient(),
-		Members:  registry,
-		Recorder: mgr.GetEventRecorder("fedop-manager"),
-		Identity: fmt.Sprintf("%s_%d", hostname, os.Getpid()),
-		Source: func(objMap func(string, client.Object) []reconcile.Request, memberMap func(string) []reconcile.Request) source.Source {
-			return registry.Source(objMap, memberMap)
-		},
+		Client:                  mgr.GetClient(),
+		Members:                 registry,
+		Recorder:                mgr.GetEventRecorder("fedop-manager"),
+		Identity:                fmt.Sprintf("%s_%d", hostname, os.Getpid()),
 		MaxConcurrentReconciles: workers,
 	}
 	ctx := ctrl.SetupSignalHandler()
