@@ -253,12 +253,12 @@ func startFedop(t *testing.T, env *testenv.Federation, identity string) *fedop {
 	require.NoError(t, err)
 	registry := member.NewRegistry(member.Options{Scheme: scheme, ProbePeriod: probePeriod, SyncTimeout: 10 * time.Second, Transform: federation.TrimPod})
 	require.NoError(t, registry.SetupWithManager(mgr))
-	rec := &federation.Reconciler{
+	rec := federation.NewReconciler(federation.Options{
 		Client:   mgr.GetClient(),
 		Members:  registry,
 		Recorder: mgr.GetEventRecorder("fedop-manager"),
 		Identity: identity,
-	}
+	})
 	ctx, cancel := context.WithCancel(context.Background())
 	require.NoError(t, rec.SetupWithManager(ctx, mgr))
 	f := &fedop{identity: identity, registry: registry, cancel: cancel, done: make(chan error, 1)}

@@ -89,13 +89,13 @@ func memberNames(fc *v1alpha1.FederationCluster) []string {
 // observe reads fc's objects from every member's cache. A member that is
 // not connected is recorded as such, with no pods: its pods are unknown.
 func (r *Reconciler) observe(ctx context.Context, fc *v1alpha1.FederationCluster) (*observation, error) {
-	obs := &observation{now: r.now(), members: map[string]*memberView{}}
+	obs := &observation{now: r.clock.Now(), members: map[string]*memberView{}}
 	pods := map[string][]*corev1.Pod{}       // member/component -> pods
 	services := map[string]*corev1.Service{} // member/component -> Service
 	for _, name := range memberNames(fc) {
-		mv := &memberView{state: r.Members.State(name)}
+		mv := &memberView{state: r.members.State(name)}
 		obs.members[name] = mv
-		cl, err := r.Members.Get(name)
+		cl, err := r.members.Get(name)
 		if err != nil {
 			mv.state.Connected = false
 			continue
@@ -189,7 +189,7 @@ func (o *observation) memberStates() map[string]member.State {
 // its events go together.
 func (r *Reconciler) watch(ctx context.Context, name string) error {
 	for _, w := range r.watchers {
-		if err := r.Members.Watch(ctx, name, w); err != nil {
+		if err := r.members.Watch(ctx, name, w); err != nil {
 			return err
 		}
 	}

@@ -107,13 +107,14 @@ func run() error {
 		return fmt.Errorf("setting up the member registry: %w", err)
 	}
 	hostname, _ := os.Hostname()
-	rec := &federation.Reconciler{
+	identity := fmt.Sprintf("%s_%d", hostname, os.Getpid())
+	rec := federation.NewReconciler(federation.Options{
 		Client:                  mgr.GetClient(),
 		Members:                 registry,
 		Recorder:                mgr.GetEventRecorder("fedop-manager"),
-		Identity:                fmt.Sprintf("%s_%d", hostname, os.Getpid()),
+		Identity:                identity,
 		MaxConcurrentReconciles: workers,
-	}
+	})
 	ctx := ctrl.SetupSignalHandler()
 	if err := rec.SetupWithManager(ctx, mgr); err != nil {
 		return fmt.Errorf("setting up the FederationCluster controller: %w", err)
@@ -124,6 +125,6 @@ func run() error {
 	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
 		return err
 	}
-	log.Info("Starting fedop-manager", "memberNamespace", memberOpts.Namespace, "allowExecKubeconfigs", memberOpts.AllowExecKubeconfigs, "identity", rec.Identity)
+	log.Info("Starting fedop-manager", "memberNamespace", memberOpts.Namespace, "allowExecKubeconfigs", memberOpts.AllowExecKubeconfigs, "identity", identity)
 	return mgr.Start(ctx)
 }

@@ -15,7 +15,6 @@ import (
 
 	"github.com/fedop-io/fedop/api/v1alpha1"
 	"github.com/fedop-io/fedop/federation/rollout"
-	"github.com/fedop-io/fedop/member"
 )
 
 // memberWriteTimeout bounds each write to a member. Reads come from caches
@@ -37,6 +36,7 @@ func (r *Reconciler) act(ctx context.Context, fc *v1alpha1.FederationCluster, ob
 		errs = append(errs, err)
 	}
 	key := client.ObjectKeyFromObject(fc)
+	deleted := false
 	for _, ref := range plan.Create {
 		if err := r.createPod(ctx, fc, obs, ref); err != nil {
 			errs = append(errs, err)
@@ -59,20 +59,12 @@ func (r *Reconciler) act(ctx context.Context, fc *v1alpha1.FederationCluster, ob
 			// Gone already, or the name now holds another instance: this
 			// instance is gone either way.
 			r.expectations.expectDelete(key, *d, obs.now)
-			if plan.Completed != nil {
-				since := plan.CompletedAt
-				if r.readyClock != nil {
-					since = r.readyClock.availableAt(plan.Completed.UID, since)
-				}
-				stepOverhead.Observe(r.now().Sub(since).Seconds())
-			}
+			deleted = true
 		default:
 			errs = append(errs, fmt.Errorf("deleting pod %s in member %s: %w", d.Name, d.Member, err))
 		}
 	}
-	if plan.Completed != nil {
-		rolloutSteps.Inc()
-	}
+	r.steps.record(plan, deleted)
 	return errors.Join(errs...)
 }
 
@@ -176,47 +168,4 @@ func serviceDrifted(have, want *corev1.Service) bool {
 		wp = append(wp, port{p.Name, p.Port})
 	}
 	return !slices.Equal(hp, wp)
-}
-
-// recordTransitions records events for what this reconcile changed, after
-// its status write succeeded: an operation started or completed, a step
-// completed, a member disconnected or reconnected.
-func (r *Reconciler) recordTransitions(fc *v1alpha1.FederationCluster, before *v1alpha1.FederationClusterStatus, plan rollout.Plan, obs *observation) {
-	if r.Recorder == nil {
-		return
-	}
-	prev, next := before.Operation, plan.Operation
-	if c := plan.Completed; c != nil && prev != nil {
-		switch {
-		case prev.Type == v1alpha1.OperationUpgrade:
-			r.Recorder.Eventf(fc, nil, corev1.EventTypeNormal, "PodReplaced", "Upgrade", "Pod %s in member %s replaced at revision %s", c.Name, c.Member, c.Revision)
-		case prev.PodUID != "":
-			r.Recorder.Eventf(fc, nil, corev1.EventTypeNormal, "PodRemoved", "Scale", "Pod %s removed from member %s", c.Name, c.Member)
-		default:
-			r.Recorder.Eventf(fc, nil, corev1.EventTypeNormal, "PodAdded", "Scale", "Pod %s added to member %s", c.Name, c.Member)
-		}
-	}
-	switch {
-	case prev == nil && next != nil:
-		r.Recorder.Eventf(fc, nil, corev1.EventTypeNormal, "OperationStarted", string(next.Type), "%s started: %s", next.Type, plan.Message)
-	case prev != nil && next == nil:
-		r.Recorder.Eventf(fc, nil, corev1.EventTypeNormal, "OperationCompleted", string(prev.Type), "%s completed: %s", prev.Type, plan.Message)
-	case prev != nil && next != nil && prev.Type != next.Type:
-		// One reconcile ended an operation and took the next.
-		r.Recorder.Eventf(fc, nil, corev1.EventTypeNormal, "OperationCompleted", string(prev.Type), "%s completed", prev.Type)
-		r.Recorder.Eventf(fc, nil, corev1.EventTypeNormal, "OperationStarted", string(next.Type), "%s started: %s", next.Type, plan.Message)
-	}
-	was := map[string]bool{}
-	for _, m := range before.Members {
-		was[m.Name] = m.Connected
-	}
-	for name, mv := range obs.members {
-		connected, known := was[name]
-		switch {
-		case mv.cluster == nil && (connected || !known) && mv.state.Reason != member.ReasonConnecting:
-			r.Recorder.Eventf(fc, nil, corev1.EventTypeWarning, "MemberDisconnected", "Observe", "Member cluster %s is not connected: %s", name, memberMessage(mv.state))
-		case mv.cluster != nil && known && !connected:
-			r.Recorder.Eventf(fc, nil, corev1.EventTypeNormal, "MemberConnected", "Observe", "Member cluster %s is connected", name)
-		}
-	}
 }
