@@ -80,15 +80,14 @@ const (
 	defaultProbePeriod      = 10 * time.Second
 	defaultFailureThreshold = 3
 	defaultSyncTimeout      = 30 * time.Second
-	// managedByLabel and managedByValue select what fedop created in member
-	// clusters (the app.kubernetes.io/managed-by recommended label), so that
-	// a member cache never holds the member's other objects.
-	managedByLabel = "app.kubernetes.io/managed-by"
-	managedByValue = "fedop"
 )
 
-// Options configures a Registry. The zero value is usable: every field has
-// a default.
+// errNoCacheSelector is SetupWithManager's error for Options without a
+// CacheSelector.
+var errNoCacheSelector = errors.New("member.Options.CacheSelector is required: without it a member cache would hold every object of its kinds in the member")
+
+// Options configures a Registry. CacheSelector is required; every other
+// field has a default.
 type Options struct {
 	// Namespace is the host namespace holding registration Secrets.
 	// Default DefaultNamespace.
@@ -111,7 +110,8 @@ type Options struct {
 	Scheme *runtime.Scheme
 	// CacheSelector restricts every informer of every member cache (the
 	// cache's DefaultLabelSelector): objects it does not match are never
-	// listed, watched or stored. Default app.kubernetes.io/managed-by=fedop.
+	// listed, watched or stored. Required: the caller knows which labels
+	// mark its objects (fedop: app.kubernetes.io/managed-by=fedop).
 	CacheSelector labels.Selector
 	// Objects are the kinds whose informers every member cache creates and
 	// syncs before the member counts as connected. Default Pod and
@@ -141,9 +141,6 @@ func (o Options) withDefaults() Options {
 	}
 	if o.Scheme == nil {
 		o.Scheme = clientgoscheme.Scheme
-	}
-	if o.CacheSelector == nil {
-		o.CacheSelector = labels.SelectorFromSet(labels.Set{managedByLabel: managedByValue})
 	}
 	if len(o.Objects) == 0 {
 		o.Objects = []client.Object{&corev1.Pod{}, &corev1.Service{}}

@@ -18,6 +18,7 @@ import (
 	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/clientcmd"
@@ -82,8 +83,9 @@ func TestRegistry(t *testing.T) {
 	})
 	require.NoError(t, err)
 	reg := member.NewRegistry(member.Options{
-		ProbePeriod: 500 * time.Millisecond,
-		SyncTimeout: 3 * time.Second,
+		CacheSelector: labels.SelectorFromSet(fedopLabels),
+		ProbePeriod:   500 * time.Millisecond,
+		SyncTimeout:   3 * time.Second,
 	})
 	require.NoError(t, reg.SetupWithManager(mgr))
 	seen := newCalls()
@@ -371,7 +373,7 @@ func TestRegistry(t *testing.T) {
 	})
 }
 
-// fedopLabels is what the default CacheSelector selects.
+// fedopLabels is what the test registry's CacheSelector selects.
 var fedopLabels = map[string]string{"app.kubernetes.io/managed-by": "fedop"}
 
 func registration(name, key string, kubeconfig []byte) *corev1.Secret {

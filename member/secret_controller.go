@@ -46,8 +46,12 @@ const maxEventNote = 1000
 // the cache's Secrets to that namespace and label (ByObject) is advised:
 // otherwise the manager caches every Secret it can see. Events are
 // recorded on the Secrets with mgr's event recorder. It returns an error
-// when the controller or the Runnable cannot be added.
+// when Options.CacheSelector is missing or the controller or the Runnable
+// cannot be added.
 func (r *Registry) SetupWithManager(mgr ctrl.Manager) error {
+	if r.opts.CacheSelector == nil {
+		return errNoCacheSelector
+	}
 	r.reader = mgr.GetClient()
 	r.recorder = mgr.GetEventRecorder(controllerName)
 	r.log = mgr.GetLogger().WithName("member")

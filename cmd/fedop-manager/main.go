@@ -100,6 +100,7 @@ func run() error {
 	}
 
 	memberOpts.Scheme = scheme
+	memberOpts.CacheSelector = v1alpha1.ManagedBySelector()
 	// Member caches keep of each pod only what the reconciler reads.
 	memberOpts.Transform = federation.TrimPod
 	registry := member.NewRegistry(memberOpts)
