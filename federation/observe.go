@@ -60,7 +60,8 @@ type componentView struct {
 }
 
 // observation is everything one reconcile read, read once from the member
-// caches and the registry (the seed notes' read/write separation): every
+// caches and the registry, and never again during the reconcile (read and
+// write are separate, as in the controllers of kube-controller-manager): every
 // decision of the reconcile is made from it.
 type observation struct {
 	now        time.Time

@@ -136,13 +136,14 @@ func placementStatus(rp rollout.Placement) v1alpha1.PlacementStatus {
 	return ps
 }
 
-// rolloutPhase derives a component's phase as the seed notes do from
-// generation and revisions. The status it goes into is computed from the
-// current generation, so the notes' "generation not yet observed" case
-// shows as observedGeneration lagging metadata.generation; here Unknown
-// means a member of the component cannot be observed. Done when every desired pod exists at its update revision;
-// NotStarted when pods are outdated and none is updated yet; InProgress
-// otherwise.
+// rolloutPhase derives a component's phase from its revisions, as the
+// StatefulSet controller derives rollout progress from currentRevision and
+// updateRevision. The status it goes into is computed from the current
+// generation, so "generation not yet observed" shows as observedGeneration
+// lagging metadata.generation; here Unknown means a member of the
+// component cannot be observed. Done when every desired pod exists at its
+// update revision; NotStarted when pods are outdated and none is updated
+// yet; InProgress otherwise.
 func rolloutPhase(cs v1alpha1.ComponentStatus, unknown bool) v1alpha1.RolloutPhase {
 	if unknown {
 		return v1alpha1.RolloutUnknown
