@@ -6,11 +6,14 @@ import (
 	"maps"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
@@ -19,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/fedop-io/fedop/api/v1alpha1"
+	"github.com/fedop-io/fedop/federation"
 )
 
 // Tests of combinations users make in one apply, or while the previous
@@ -223,5 +227,56 @@ func TestRandomChangesWhileRolling(t *testing.T) {
 		assert.EqualValues(t, total(fc), len(pods), "pods after round %d", round)
 	}
 	w.assertConsistent(t)
+	s.decoys.assertUntouched(t)
+}
+
+// TestPodNameTakenIsNotAdopted: a pod that someone else created with the
+// name of a pod fedop is about to add is left alone: not adopted, not
+// written, reported in a Warning Event and in Progressing; once it is gone,
+// fedop creates its own.
+func TestPodNameTakenIsNotAdopted(t *testing.T) {
+	s := initialized(t, "taken")
+	foreign := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: s.ns, Name: fcName + "-pd-3", Labels: map[string]string{"app": "someone-else"}},
+		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "example.com/other:1"}}},
+	}
+	b := s.env.Member(memberB).Client
+	require.NoError(t, b.Create(context.Background(), foreign))
+
+	// pd in k8s-b: 1 -> 2; the new pod takes ordinal 3.
+	want := getFC(t, s.env, s.key)
+	want.Spec.Components[0].Topology[1].Replicas = 2
+	s.checker.setDesired(want)
+	updateFC(t, s.env, s.key, func(fc *v1alpha1.FederationCluster) { fc.Spec.Components[0].Topology[1].Replicas = 2 })
+
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		fc := getFC(c, s.env, s.key)
+		cond := meta.FindStatusCondition(fc.Status.Conditions, v1alpha1.ConditionProgressing)
+		require.NotNil(c, cond)
+		assert.Equal(c, v1alpha1.ReasonPodNameTaken, cond.Reason)
+		assert.Contains(c, cond.Message, "pod "+fcName+"-pd-3 in member "+memberB)
+	}, wait, tick, "Progressing does not report the taken name")
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		var list eventsv1.EventList
+		require.NoError(c, s.env.Host.Client.List(context.Background(), &list, client.InNamespace(s.ns)))
+		found := false
+		for _, e := range list.Items {
+			found = found || (e.Reason == federation.EventPodNameTaken && e.Type == corev1.EventTypeWarning && strings.Contains(e.Note, fcName+"-pd-3"))
+		}
+		assert.True(c, found, "no Warning Event %s", federation.EventPodNameTaken)
+	}, wait, tick)
+
+	var got corev1.Pod
+	require.NoError(t, b.Get(context.Background(), client.ObjectKeyFromObject(foreign), &got))
+	assert.Equal(t, foreign.UID, got.UID, "the foreign pod was replaced")
+	assert.Equal(t, map[string]string{"app": "someone-else"}, got.Labels, "the foreign pod was relabelled")
+	for _, mf := range got.ManagedFields {
+		assert.NotEqual(t, v1alpha1.FieldManager, mf.Manager, "fedop wrote to the foreign pod")
+	}
+
+	require.NoError(t, b.Delete(context.Background(), &got, client.GracePeriodSeconds(0)))
+	fc := requireSettled(t, s.env, s.key)
+	pod := memberPods(t, s.env, s.ns)[memberB+"/"+fcName+"-pd-3"]
+	assert.Equal(t, expectedRevision(t, fc, pod), pod.Labels[v1alpha1.LabelRevision], "fedop's own pod took the name")
 	s.decoys.assertUntouched(t)
 }

@@ -31,6 +31,9 @@ const (
 	// EventCleanupSkipped: the FederationCluster was deleted with objects
 	// left in an unreachable member (Warning).
 	EventCleanupSkipped = "CleanupSkipped"
+	// EventPodNameTaken: a pod fedop would create exists in its member
+	// and is not fedop's; fedop does not adopt it (Warning).
+	EventPodNameTaken = "PodNameTaken"
 )
 
 // recordTransitions records events for what this reconcile changed, after

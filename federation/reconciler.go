@@ -63,8 +63,11 @@ type Reconciler struct {
 	workers  int
 
 	expectations *expectations
-	status       *statusWriter
-	steps        *stepClock
+	// nameConflicts are pods fedop could not create because the name is
+	// taken by a pod that is not fedop's.
+	nameConflicts *nameConflicts
+	status        *statusWriter
+	steps         *stepClock
 	// watchers are started on every member cache this controller reads
 	// (Members.Watch, in observe): pods and Services wake the reconciler,
 	// and pods feed the step clock.
@@ -81,15 +84,16 @@ func NewReconciler(o Options) *Reconciler {
 		o.MaxConcurrentReconciles = 4
 	}
 	return &Reconciler{
-		client:       o.Client,
-		members:      o.Members,
-		recorder:     o.Recorder,
-		identity:     o.Identity,
-		clock:        o.Clock,
-		workers:      o.MaxConcurrentReconciles,
-		expectations: newExpectations(),
-		status:       newStatusWriter(o.Clock),
-		steps:        newStepClock(o.Clock),
+		client:        o.Client,
+		members:       o.Members,
+		recorder:      o.Recorder,
+		identity:      o.Identity,
+		clock:         o.Clock,
+		workers:       o.MaxConcurrentReconciles,
+		expectations:  newExpectations(),
+		nameConflicts: newNameConflicts(),
+		status:        newStatusWriter(o.Clock),
+		steps:         newStepClock(o.Clock),
 	}
 }
 
@@ -191,6 +195,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	state := r.rolloutState(fc, obs)
 	plan := rollout.Next(state)
 	status := computeStatus(fc, obs.memberStates(), state, plan, r.identity)
+	reportNameConflicts(&status, fc.Generation, r.nameConflicts.get(client.ObjectKeyFromObject(fc)))
 
 	before := fc.Status.DeepCopy()
 	requeue, ok, res, err := r.acknowledge(ctx, fc, status, obs.now)
@@ -214,5 +219,6 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 // forget drops what this process remembers of FederationCluster key.
 func (r *Reconciler) forget(key client.ObjectKey) {
 	r.expectations.forget(key)
+	r.nameConflicts.forget(key)
 	r.status.forget(key)
 }

@@ -240,3 +240,22 @@ func rolledOut(st v1alpha1.FederationClusterStatus) bool {
 	}
 	return st.UpdatedReplicas == st.Replicas
 }
+
+// reportNameConflicts turns Progressing into a report of the pods fedop
+// could not create because another pod holds the name (conflicts, from
+// the last act): True, as the operation goes on around them, with reason
+// PodNameTaken and a message naming them.
+func reportNameConflicts(st *v1alpha1.FederationClusterStatus, generation int64, conflicts []string) {
+	if len(conflicts) == 0 {
+		return
+	}
+	c := meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionProgressing)
+	msg := strings.Join(conflicts, "; ") + ": fedop does not adopt a pod it did not create; delete or rename it"
+	if c != nil && c.Message != "" {
+		msg += "; " + c.Message
+	}
+	if len(msg) > 32768 {
+		msg = msg[:32765] + "..."
+	}
+	setCondition(st, generation, metav1.Condition{Type: v1alpha1.ConditionProgressing, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonPodNameTaken, Message: msg})
+}

@@ -34,4 +34,5 @@ const (
 	ReasonPaused             = "Paused"
 	ReasonCleaningUp         = "CleaningUp"
 	ReasonMemberUnreachable  = "MemberUnreachable"
+	ReasonPodNameTaken       = "PodNameTaken"
 )
