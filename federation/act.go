@@ -28,56 +28,80 @@ const memberWriteTimeout = 10 * time.Second
 
 // act carries out plan in the members, after the status write recorded it:
 // headless Services first (pods find each other through them), then the
-// planned creations, then the one deletion. Creations and the deletion are
-// recorded as expectations, so a reconcile that runs before the caches
-// catch up waits rather than writing again.
+// planned creations, then the failed pods' deletions (repairs), then the
+// one disruptive deletion. Creations and deletions are recorded as
+// expectations, so a reconcile that runs before the caches catch up waits
+// rather than writing again. Each member write has its own deadline, so a
+// member that stopped answering costs its own writes only. What failed is
+// kept for the next status (actIssues) and returned, for a rate-limited
+// retry.
 func (r *Reconciler) act(ctx context.Context, fc *v1alpha1.FederationCluster, obs *observation, plan rollout.Plan) error {
-	var errs []error
-	if err := r.syncServices(ctx, fc, obs); err != nil {
-		errs = append(errs, err)
-	}
 	key := client.ObjectKeyFromObject(fc)
-	deleted := false
-	var taken []string
+	var errs []error
+	var issues actIssues
+	failed := func(err error) {
+		errs = append(errs, err)
+		issues.failed = append(issues.failed, err.Error())
+	}
+	for _, err := range r.syncServices(ctx, fc, obs) {
+		failed(err)
+	}
 	for _, ref := range plan.Create {
 		err := r.createPod(ctx, fc, obs, ref)
-		var foreign *nameTakenError
+		var taken *nameTakenError
 		switch {
-		case errors.As(err, &foreign):
-			taken = append(taken, foreign.Error())
-			if r.nameConflicts.add(key, foreign.Error()) {
-				r.recorder.Eventf(fc, nil, corev1.EventTypeWarning, EventPodNameTaken, "Create", "%s; fedop does not adopt it: delete or rename it", foreign)
+		case errors.As(err, &taken):
+			issues.taken = append(issues.taken, taken.Error())
+			if r.issues.firstTime(key, taken.Error()) {
+				r.recorder.Eventf(fc, nil, corev1.EventTypeWarning, EventPodNameTaken, "Create", "%s; fedop does not adopt it: delete or rename it", taken)
 			}
 			errs = append(errs, err)
 		case err != nil:
-			errs = append(errs, err)
+			failed(err)
 		default:
 			r.expectations.expectCreate(key, ref, obs.now)
 		}
 	}
-	r.nameConflicts.set(key, taken)
-	if d := plan.Delete; d != nil {
-		mv := obs.members[d.Member]
-		if mv == nil || mv.cluster == nil {
-			return errors.Join(append(errs, fmt.Errorf("deleting pod %s: member %s is not connected", d.Name, d.Member))...)
+	for _, ref := range plan.Replace {
+		if err := r.deletePod(ctx, fc, obs, ref); err != nil {
+			failed(err)
+			continue
 		}
-		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: d.Name, Namespace: fc.Namespace}}
-		uid := d.UID
-		wctx, cancel := context.WithTimeout(ctx, memberWriteTimeout)
-		err := mv.cluster.GetClient().Delete(wctx, pod, client.Preconditions{UID: &uid})
-		cancel()
-		switch {
-		case err == nil, apierrors.IsNotFound(err), apierrors.IsConflict(err):
-			// Gone already, or the name now holds another instance: this
-			// instance is gone either way.
+		r.expectations.expectDelete(key, ref, obs.now)
+		r.recorder.Eventf(fc, nil, corev1.EventTypeNormal, EventFailedPodReplaced, "Delete", "Pod %s in member %s failed; deleted to come back under its name", ref.Name, ref.Member)
+	}
+	deleted := false
+	if d := plan.Delete; d != nil {
+		if err := r.deletePod(ctx, fc, obs, *d); err != nil {
+			failed(err)
+		} else {
 			r.expectations.expectDelete(key, *d, obs.now)
 			deleted = true
-		default:
-			errs = append(errs, fmt.Errorf("deleting pod %s in member %s: %w", d.Name, d.Member, err))
 		}
 	}
 	r.steps.record(plan, deleted)
+	r.issues.set(key, issues)
 	return errors.Join(errs...)
+}
+
+// deletePod deletes the pod instance ref names (UID precondition, so that
+// a stale cache never deletes another instance of the name). Gone already,
+// or the name holding another instance, counts as done: that instance is
+// gone either way.
+func (r *Reconciler) deletePod(ctx context.Context, fc *v1alpha1.FederationCluster, obs *observation, ref rollout.PodRef) error {
+	mv := obs.members[ref.Member]
+	if mv == nil || mv.cluster == nil {
+		return fmt.Errorf("deleting pod %s: member %s is not connected", ref.Name, ref.Member)
+	}
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: ref.Name, Namespace: fc.Namespace}}
+	uid := ref.UID
+	wctx, cancel := context.WithTimeout(ctx, memberWriteTimeout)
+	defer cancel()
+	err := mv.cluster.GetClient().Delete(wctx, pod, client.Preconditions{UID: &uid})
+	if err == nil || apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
+		return nil
+	}
+	return fmt.Errorf("deleting pod %s in member %s: %w", ref.Name, ref.Member, err)
 }
 
 // createPod creates one planned pod. Pods are created, never applied: an
@@ -142,23 +166,27 @@ func ownsExisting(ctx context.Context, c client.Reader, fc *v1alpha1.FederationC
 	return &nameTakenError{member: ref.Member, pod: ref.Name}
 }
 
-// nameConflicts remembers, per FederationCluster, the pods fedop could not
-// create because another pod holds the name, as found by the last act: the
-// next status reports them, and each is recorded as an Event once.
-type nameConflicts struct {
-	// mu guards byFC.
-	mu   sync.Mutex
-	byFC map[client.ObjectKey][]string
-	// reported holds what has had its Event, by FederationCluster.
+// actIssues are what one act could not do, for the next status to report:
+// pods whose names another pod holds, and member writes that failed.
+type actIssues struct {
+	taken, failed []string
+}
+
+// issueStore keeps, per FederationCluster, the issues of the last act, and
+// what has had its Event.
+type issueStore struct {
+	// mu guards byFC and reported.
+	mu       sync.Mutex
+	byFC     map[client.ObjectKey]actIssues
 	reported map[client.ObjectKey]map[string]bool
 }
 
-func newNameConflicts() *nameConflicts {
-	return &nameConflicts{byFC: map[client.ObjectKey][]string{}, reported: map[client.ObjectKey]map[string]bool{}}
+func newIssueStore() *issueStore {
+	return &issueStore{byFC: map[client.ObjectKey]actIssues{}, reported: map[client.ObjectKey]map[string]bool{}}
 }
 
-// add reports whether msg is new for fc, noting it.
-func (n *nameConflicts) add(fc client.ObjectKey, msg string) bool {
+// firstTime reports whether msg is new for fc, noting it.
+func (n *issueStore) firstTime(fc client.ObjectKey, msg string) bool {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if n.reported[fc] == nil {
@@ -171,27 +199,30 @@ func (n *nameConflicts) add(fc client.ObjectKey, msg string) bool {
 	return true
 }
 
-// set replaces fc's conflicts with those the last act found.
-func (n *nameConflicts) set(fc client.ObjectKey, msgs []string) {
+// set replaces fc's issues with those the last act found.
+func (n *issueStore) set(fc client.ObjectKey, issues actIssues) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	if len(msgs) == 0 {
+	if len(issues.taken) == 0 && len(issues.failed) == 0 {
 		delete(n.byFC, fc)
-		delete(n.reported, fc)
+		if len(issues.taken) == 0 {
+			delete(n.reported, fc)
+		}
 		return
 	}
-	n.byFC[fc] = msgs
+	n.byFC[fc] = issues
 }
 
-// get returns fc's conflicts.
-func (n *nameConflicts) get(fc client.ObjectKey) []string {
+// get returns fc's issues.
+func (n *issueStore) get(fc client.ObjectKey) actIssues {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	return slices.Clone(n.byFC[fc])
+	i := n.byFC[fc]
+	return actIssues{taken: slices.Clone(i.taken), failed: slices.Clone(i.failed)}
 }
 
 // forget drops fc.
-func (n *nameConflicts) forget(fc client.ObjectKey) { n.set(fc, nil) }
+func (n *issueStore) forget(fc client.ObjectKey) { n.set(fc, actIssues{}) }
 
 func ensureNamespace(ctx context.Context, c client.Client, name string) error {
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
@@ -204,44 +235,62 @@ func ensureNamespace(ctx context.Context, c client.Client, name string) error {
 // syncServices keeps one headless Service per component in every connected
 // member that hosts it, applied (server-side, field manager fedop) only when
 // missing or drifted, so a steady federation costs no writes. A Service of a
-// component a member no longer hosts is deleted once its pods are gone.
-func (r *Reconciler) syncServices(ctx context.Context, fc *v1alpha1.FederationCluster, obs *observation) error {
+// component a member no longer hosts is deleted once its pods are gone,
+// whenever fedop sees it (observe finds it in any connected member), so
+// one whose deletion failed is deleted later. Each member's writes have
+// their own deadline; the errors are returned one per failed write.
+func (r *Reconciler) syncServices(ctx context.Context, fc *v1alpha1.FederationCluster, obs *observation) []error {
 	var errs []error
-	ctx, cancel := context.WithTimeout(ctx, memberWriteTimeout)
-	defer cancel()
+	deadlines := map[string]context.Context{}
+	var cancels []context.CancelFunc
+	defer func() {
+		for _, cancel := range cancels {
+			cancel()
+		}
+	}()
+	memberCtx := func(name string) context.Context {
+		if c, ok := deadlines[name]; ok {
+			return c
+		}
+		c, cancel := context.WithTimeout(ctx, memberWriteTimeout)
+		cancels = append(cancels, cancel)
+		deadlines[name] = c
+		return c
+	}
 	for _, cv := range obs.components {
 		for _, pv := range cv.placements {
 			mv := obs.members[pv.member]
-			if mv.cluster == nil {
+			if mv == nil || mv.cluster == nil {
 				continue
 			}
 			c := mv.cluster.GetClient()
-			hosts := pv.spec != nil && pv.spec.Replicas > 0
+			hosts := cv.spec != nil && pv.spec != nil && pv.spec.Replicas > 0
 			switch {
 			case hosts && (pv.service == nil || serviceDrifted(pv.service, desiredService(fc, cv.spec, pv.member))):
+				wctx := memberCtx(pv.member)
 				if pv.service == nil {
-					if err := ensureNamespace(ctx, c, fc.Namespace); err != nil {
+					if err := ensureNamespace(wctx, c, fc.Namespace); err != nil {
 						errs = append(errs, fmt.Errorf("member %s: %w", pv.member, err))
 						continue
 					}
 				}
 				ac, err := applyConfiguration(desiredService(fc, cv.spec, pv.member), corev1.SchemeGroupVersion.WithKind("Service"))
 				if err == nil {
-					err = c.Apply(ctx, ac, client.FieldOwner(v1alpha1.FieldManager), client.ForceOwnership)
+					err = c.Apply(wctx, ac, client.FieldOwner(v1alpha1.FieldManager), client.ForceOwnership)
 				}
 				if err != nil {
 					errs = append(errs, fmt.Errorf("applying service %s in member %s: %w", ServiceName(fc, cv.name), pv.member, err))
 				}
 			case !hosts && pv.service != nil && len(pv.pods) == 0:
 				uid := pv.service.UID
-				err := c.Delete(ctx, pv.service, client.Preconditions{UID: &uid})
+				err := c.Delete(memberCtx(pv.member), pv.service, client.Preconditions{UID: &uid})
 				if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
 					errs = append(errs, fmt.Errorf("deleting service %s in member %s: %w", pv.service.Name, pv.member, err))
 				}
 			}
 		}
 	}
-	return errors.Join(errs...)
+	return errs
 }
 
 // serviceDrifted reports whether the fields fedop owns in a Service differ

@@ -1,7 +1,11 @@
 package federation
 
 import (
+	"strings"
+	"time"
+
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 
 	"github.com/fedop-io/fedop/api/v1alpha1"
 	"github.com/fedop-io/fedop/federation/rollout"
@@ -34,13 +38,48 @@ const (
 	// EventPodNameTaken: a pod fedop would create exists in its member
 	// and is not fedop's; fedop does not adopt it (Warning).
 	EventPodNameTaken = "PodNameTaken"
+	// EventFailedPodReplaced: a pod in phase Failed or Succeeded was
+	// deleted, to come back under its name.
+	EventFailedPodReplaced = "FailedPodReplaced"
+	// EventStepDropped: the step status.operation recorded was not taken:
+	// it no longer passed the checks of a new step.
+	EventStepDropped = "StepDropped"
+	// EventOperationReleased: a user released the operation with the
+	// fedop.io/release-operation annotation.
+	EventOperationReleased = "OperationReleased"
+	// EventProgressDeadlineExceeded: a pod has not been available for
+	// longer than spec.progressDeadlineSeconds (Warning).
+	EventProgressDeadlineExceeded = "ProgressDeadlineExceeded"
+	// EventMemberForgotten: a member that no placement names and that
+	// cannot be seen left status; the Event names the pods fedop last knew
+	// there (Warning).
+	EventMemberForgotten = "MemberForgotten"
 )
 
 // recordTransitions records events for what this reconcile changed, after
-// its status write succeeded: an operation started or completed, a step
-// completed, a member disconnected or reconnected.
+// its status write succeeded: an operation started, completed or released,
+// a step completed or dropped, a pod stuck past the progress deadline, a
+// member disconnected, reconnected or forgotten.
 func (r *Reconciler) recordTransitions(fc *v1alpha1.FederationCluster, before *v1alpha1.FederationClusterStatus, plan rollout.Plan, obs *observation) {
 	prev, next := before.Operation, plan.Operation
+	if plan.Released && prev != nil {
+		r.recorder.Eventf(fc, nil, corev1.EventTypeNormal, EventOperationReleased, string(prev.Type),
+			"%s started %s released at the request of %s (annotation %s); planning again", prev.Type, prev.StartedTime.UTC().Format(time.RFC3339), releaseRequester(fc), v1alpha1.AnnotationReleaseOperation)
+		prev = nil
+	}
+	if plan.Dropped != "" {
+		r.recorder.Eventf(fc, nil, corev1.EventTypeNormal, EventStepDropped, "Plan", "%s", plan.Dropped)
+	}
+	if s := plan.Stuck; s != nil {
+		if c := meta.FindStatusCondition(before.Conditions, v1alpha1.ConditionProgressing); c == nil || c.Reason != v1alpha1.ReasonProgressDeadlineExceeded {
+			r.recorder.Eventf(fc, nil, corev1.EventTypeWarning, EventProgressDeadlineExceeded, "Observe",
+				"Pod %s in member %s has not been available for %s, longer than spec.progressDeadlineSeconds", s.Name, s.Member, plan.StuckFor.Round(time.Second))
+		}
+	}
+	for _, f := range obs.forgotten {
+		r.recorder.Eventf(fc, nil, corev1.EventTypeWarning, EventMemberForgotten, "Observe",
+			"Member cluster %s is in no topology and cannot be reached; fedop no longer waits for it. Pods last known there: %s. If it comes back, they are removed", f.member, strings.Join(f.pods, ", "))
+	}
 	if c := plan.Completed; c != nil && prev != nil {
 		switch {
 		case prev.Type == v1alpha1.OperationUpgrade:

@@ -371,7 +371,7 @@ func TestScaleInAndOut(t *testing.T) {
 		assert.NoError(t, s.env.Member(memberA).Client.Get(context.Background(), client.ObjectKey{Namespace: s.ns, Name: fcName + "-tikv"}, &corev1.Service{}))
 	})
 
-	t.Run("out: lowest free ordinal, one at a time", func(t *testing.T) {
+	t.Run("out: new ordinals, one at a time", func(t *testing.T) {
 		s.checker.reset()
 		change(func(fc *v1alpha1.FederationCluster) {
 			fc.Spec.Components[0].Topology[1].Replicas = 2 // pd in k8s-b: 1 -> 2
@@ -379,17 +379,19 @@ func TestScaleInAndOut(t *testing.T) {
 		})
 		r := s.checker.report()
 		assert.Empty(t, r.deletions)
-		// pd uses 0 (k8s-a) and 2 (k8s-b): the lowest free ordinal is 1,
-		// although the new pod goes to k8s-b. tikv uses 0 and 1.
+		// Ordinals are never handed out twice: pd has used 0 to 2, so the
+		// new pod is 3 although 1 is free; tikv has used 0 to 3.
 		assert.Equal(t, []string{
-			"create k8s-b/demo-pd-1", "ready k8s-b/demo-pd-1",
-			"create k8s-a/demo-tikv-2", "ready k8s-a/demo-tikv-2",
+			"create k8s-b/demo-pd-3", "ready k8s-b/demo-pd-3",
+			"create k8s-a/demo-tikv-4", "ready k8s-a/demo-tikv-4",
 		}, r.history)
 		assert.ElementsMatch(t, []string{
-			"k8s-a/demo-pd-0", "k8s-b/demo-pd-1", "k8s-b/demo-pd-2",
-			"k8s-a/demo-tikv-0", "k8s-a/demo-tikv-1", "k8s-a/demo-tikv-2", "k8s-a/demo-tidb-0",
+			"k8s-a/demo-pd-0", "k8s-b/demo-pd-2", "k8s-b/demo-pd-3",
+			"k8s-a/demo-tikv-0", "k8s-a/demo-tikv-1", "k8s-a/demo-tikv-4", "k8s-a/demo-tidb-0",
 		}, slices.Collect(maps.Keys(memberPods(t, s.env, s.ns))))
-		assert.Equal(t, memberB, memberPods(t, s.env, s.ns)["k8s-b/demo-pd-1"].Labels[v1alpha1.LabelMember])
+		fc := getFC(t, s.env, s.key)
+		assert.EqualValues(t, 4, *fc.Status.Components[0].NextOrdinal, "pd's next ordinal")
+		assert.Equal(t, "2-3", fc.Status.Components[0].Members[1].Ordinals, "pd's ordinals in k8s-b")
 	})
 
 	s.decoys.assertUntouched(t)

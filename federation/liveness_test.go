@@ -35,6 +35,8 @@ type eventWorld struct {
 
 	pods map[string][]rollout.Pod // component/member, what the members hold
 	op   *v1alpha1.Operation
+	// ordinals is what status records, written with op.
+	ordinals []rollout.ComponentOrdinals
 
 	// woken is true when an event or a due requeue calls for a reconcile.
 	woken bool
@@ -45,13 +47,20 @@ type eventWorld struct {
 func key(component, member string) string { return component + "/" + member }
 
 func (w *eventWorld) state() rollout.State {
-	s := rollout.State{Name: "demo", Operation: w.op, Now: w.now}
+	s := rollout.State{Name: "demo", Operation: w.op, Now: w.now, OrdinalsRecorded: true}
 	for _, c := range w.components {
 		rc := rollout.Component{Name: c}
+		var recorded map[string][]int
+		for _, co := range w.ordinals {
+			if co.Component == c {
+				rc.NextOrdinal, recorded = co.NextOrdinal, co.Placements
+			}
+		}
 		for _, m := range w.members {
 			k := key(c, m)
 			rc.Placements = append(rc.Placements, rollout.Placement{
-				Member: m, Replicas: w.replicas[k], Revision: w.revision[k], Connected: true, Pods: slices.Clone(w.pods[k]),
+				Member: m, Replicas: w.replicas[k], Revision: w.revision[k], Connected: true, Fresh: true,
+				Ordinals: slices.Clone(recorded[m]), Pods: slices.Clone(w.pods[k]),
 			})
 		}
 		s.Components = append(s.Components, rc)
@@ -69,7 +78,7 @@ func (w *eventWorld) reconcile() {
 	if !assertConsistent(w.t, st) {
 		w.t.FailNow()
 	}
-	w.op = plan.Operation
+	w.op, w.ordinals = plan.Operation, plan.Ordinals
 	for _, c := range plan.Create {
 		k := key(c.Component, c.Member)
 		if slices.ContainsFunc(w.pods[k], func(p rollout.Pod) bool { return p.Name == c.Name }) {

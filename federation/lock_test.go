@@ -2,6 +2,8 @@ package federation
 
 import (
 	"context"
+	"maps"
+	"slices"
 	"testing"
 	"time"
 
@@ -51,8 +53,10 @@ func (f fakeMembers) Get(name string) (cluster.Cluster, error) {
 
 func (f fakeMembers) State(name string) member.State {
 	_, ok := f.clusters[name]
-	return member.State{Name: name, Registered: true, Connected: ok}
+	return member.State{Name: name, Registered: true, Connected: ok, Fresh: ok}
 }
+
+func (f fakeMembers) Names() []string { return slices.Sorted(maps.Keys(f.clusters)) }
 
 // Watch starts nothing: these tests call Reconcile themselves.
 func (f fakeMembers) Watch(context.Context, string, member.Watcher) error { return nil }

@@ -2,6 +2,7 @@ package federation
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -23,8 +24,11 @@ type Members interface {
 	// Get returns a connected member's cluster, or an error wrapping
 	// member.ErrNotRegistered or member.ErrDisconnected.
 	Get(name string) (cluster.Cluster, error)
-	// State returns what is known of a member's connection.
+	// State returns what is known of a member's connection, its freshness
+	// as of now.
 	State(name string) member.State
+	// Names returns every registered member, connected or not.
+	Names() []string
 	// Watch starts w on a connected member's cache, once per connection.
 	Watch(ctx context.Context, name string, w member.Watcher) error
 	// Source returns the source of member state changes, mapped to
@@ -39,7 +43,7 @@ type memberView struct {
 	cluster cluster.Cluster
 }
 
-// placementView is one placement: desired (spec may be nil for a member the
+// placementView is one placement: desired (spec is nil for a member the
 // component no longer names) and observed.
 type placementView struct {
 	member   string
@@ -49,14 +53,26 @@ type placementView struct {
 	pods     []*corev1.Pod
 	// service is the component's headless Service in this member, if cached.
 	service *corev1.Service
+	// ordinals are what status records the placement to hold.
+	ordinals []int
 }
 
-// componentView is one component, spec order, placements in topology order
-// followed by members it no longer names but still has pods in.
+// componentView is one component: spec order first, then components the
+// spec no longer names whose pods are still there; placements in topology
+// order followed by members the component no longer names but still has
+// pods or a Service in.
 type componentView struct {
-	name       string
-	spec       *v1alpha1.Component
-	placements []*placementView
+	name        string
+	spec        *v1alpha1.Component
+	placements  []*placementView
+	nextOrdinal int
+}
+
+// forgotten is a member that no placement names and that cannot be seen:
+// it leaves status, and the pods status last recorded there are reported.
+type forgotten struct {
+	member string
+	pods   []string
 }
 
 // observation is everything one reconcile read, read once from the member
@@ -67,6 +83,11 @@ type observation struct {
 	now        time.Time
 	members    map[string]*memberView
 	components []*componentView
+	// ordinalsRecorded says that status records every component's ordinals
+	// (or the FederationCluster is new).
+	ordinalsRecorded bool
+	// forgotten are the members leaving status.
+	forgotten []forgotten
 }
 
 // memberNames returns every member the spec names or status remembers,
@@ -83,54 +104,123 @@ func memberNames(fc *v1alpha1.FederationCluster) []string {
 			names = append(names, p.Member)
 		}
 	}
+	for _, m := range fc.Status.Members {
+		names = append(names, m.Name)
+	}
 	slices.Sort(names)
 	return slices.Compact(names)
 }
 
-// observe reads fc's objects from every member's cache. A member that is
-// not connected is recorded as such, with no pods: its pods are unknown.
+// specMembers returns the members some placement of the spec names.
+func specMembers(fc *v1alpha1.FederationCluster) map[string]bool {
+	out := map[string]bool{}
+	for _, c := range fc.Spec.Components {
+		for _, p := range c.Topology {
+			out[p.Member] = true
+		}
+	}
+	return out
+}
+
+// observe reads fc's objects from the cache of every member the spec names
+// or status remembers, and of every other connected member (a member
+// dropped from the spec while it could not be seen may show pods when it
+// comes back: they are drained). A member that is not connected is recorded
+// as such, with no pods: its pods are unknown.
 func (r *Reconciler) observe(ctx context.Context, fc *v1alpha1.FederationCluster) (*observation, error) {
 	obs := &observation{now: r.clock.Now(), members: map[string]*memberView{}}
+	named := memberNames(fc)
+	candidates := slices.Clone(named)
+	for _, name := range r.members.Names() {
+		if !slices.Contains(named, name) {
+			candidates = append(candidates, name)
+		}
+	}
 	pods := map[string][]*corev1.Pod{}       // member/component -> pods
 	services := map[string]*corev1.Service{} // member/component -> Service
-	for _, name := range memberNames(fc) {
+	present := map[string]map[string]bool{}  // member -> components with objects there
+	for _, name := range candidates {
 		mv := &memberView{state: r.members.State(name)}
-		obs.members[name] = mv
 		cl, err := r.members.Get(name)
-		if err != nil {
-			mv.state.Connected = false
-			continue
+		if err == nil {
+			err = r.watch(ctx, name)
 		}
-		if err := r.watch(ctx, name); err != nil {
+		switch {
+		case errors.Is(err, member.ErrNotRegistered), errors.Is(err, member.ErrDisconnected):
+			mv.state.Connected, mv.state.Fresh = false, false
+		case err != nil:
 			return nil, err
+		default:
+			mv.cluster = cl
 		}
-		mv.cluster = cl
-		var podList corev1.PodList
-		if err := cl.GetClient().List(ctx, &podList, client.InNamespace(fc.Namespace), instanceSelector(fc)); err != nil {
-			return nil, fmt.Errorf("listing pods of member %s from its cache: %w", name, err)
-		}
-		for i := range podList.Items {
-			pod := &podList.Items[i]
-			if pod.Labels[v1alpha1.LabelMember] != name {
-				continue // not created by fedop for this member
+		if mv.cluster != nil {
+			var podList corev1.PodList
+			if err := cl.GetClient().List(ctx, &podList, client.InNamespace(fc.Namespace), instanceSelector(fc)); err != nil {
+				return nil, fmt.Errorf("listing pods of member %s from its cache: %w", name, err)
 			}
-			key := name + "/" + pod.Labels[v1alpha1.LabelComponent]
-			pods[key] = append(pods[key], pod)
+			var svcList corev1.ServiceList
+			if err := cl.GetClient().List(ctx, &svcList, client.InNamespace(fc.Namespace), instanceSelector(fc)); err != nil {
+				return nil, fmt.Errorf("listing services of member %s from its cache: %w", name, err)
+			}
+			present[name] = map[string]bool{}
+			for i := range podList.Items {
+				pod := &podList.Items[i]
+				if pod.Labels[v1alpha1.LabelMember] != name {
+					continue // not created by fedop for this member
+				}
+				c := pod.Labels[v1alpha1.LabelComponent]
+				pods[name+"/"+c] = append(pods[name+"/"+c], pod)
+				present[name][c] = true
+			}
+			for i := range svcList.Items {
+				svc := &svcList.Items[i]
+				if svc.Labels[v1alpha1.LabelMember] != name {
+					continue
+				}
+				c := svc.Labels[v1alpha1.LabelComponent]
+				services[name+"/"+c] = svc
+				present[name][c] = true
+			}
 		}
-		var svcList corev1.ServiceList
-		if err := cl.GetClient().List(ctx, &svcList, client.InNamespace(fc.Namespace), instanceSelector(fc)); err != nil {
-			return nil, fmt.Errorf("listing services of member %s from its cache: %w", name, err)
-		}
-		for i := range svcList.Items {
-			svc := &svcList.Items[i]
-			services[name+"/"+svc.Labels[v1alpha1.LabelComponent]] = svc
+		if slices.Contains(named, name) || len(present[name]) > 0 {
+			obs.members[name] = mv
 		}
 	}
 
-	seen := map[string]bool{}
+	recorded := map[string]map[string][]int{} // component -> member -> ordinals
+	next := map[string]*int32{}
+	obs.ordinalsRecorded = fc.Status.ObservedGeneration == 0
+	allRecorded := len(fc.Status.Components) > 0
+	for _, cs := range fc.Status.Components {
+		next[cs.Name] = cs.NextOrdinal
+		allRecorded = allRecorded && cs.NextOrdinal != nil
+		recorded[cs.Name] = map[string][]int{}
+		for _, ps := range cs.Members {
+			// A malformed record (a status edited by hand) is read as
+			// empty: the pods observed still say what they hold.
+			set, _ := rollout.ParseOrdinals(ps.Ordinals)
+			recorded[cs.Name][ps.Member] = set
+		}
+	}
+	obs.ordinalsRecorded = obs.ordinalsRecorded || allRecorded
+
+	inSpec := specMembers(fc)
+	lastKnown := map[string][]string{} // forgotten member -> pods status recorded
 	add := func(cv *componentView, memberName string, spec *v1alpha1.Placement) error {
-		pv := &placementView{member: memberName, spec: spec, pods: pods[memberName+"/"+cv.name], service: services[memberName+"/"+cv.name]}
-		seen[memberName+"/"+cv.name] = true
+		mv := obs.members[memberName]
+		ords := recorded[cv.name][memberName]
+		if spec == nil && (mv == nil || mv.cluster == nil) {
+			// A placement the spec no longer has, in a member fedop cannot
+			// see: its pods are unknown and not wanted. It leaves status;
+			// if the member comes back with pods, they are drained then.
+			if !inSpec[memberName] {
+				for _, o := range ords {
+					lastKnown[memberName] = append(lastKnown[memberName], rollout.PodName(fc.Name, cv.name, o))
+				}
+			}
+			return nil
+		}
+		pv := &placementView{member: memberName, spec: spec, pods: pods[memberName+"/"+cv.name], service: services[memberName+"/"+cv.name], ordinals: ords}
 		if spec != nil {
 			pv.template = EffectiveTemplate(cv.spec, spec)
 			rev, err := Revision(pv.template)
@@ -138,51 +228,118 @@ func (r *Reconciler) observe(ctx context.Context, fc *v1alpha1.FederationCluster
 				return err
 			}
 			pv.revision = rev
+		} else if len(pv.pods) == 0 && pv.service == nil && len(ords) == 0 {
+			return nil // drained
 		}
 		cv.placements = append(cv.placements, pv)
 		return nil
 	}
+	component := func(name string, spec *v1alpha1.Component) *componentView {
+		cv := &componentView{name: name, spec: spec}
+		if n := next[name]; n != nil {
+			cv.nextOrdinal = int(*n)
+		}
+		return cv
+	}
 	for i := range fc.Spec.Components {
 		c := &fc.Spec.Components[i]
-		cv := &componentView{name: c.Name, spec: c}
+		cv := component(c.Name, c)
+		named := map[string]bool{}
 		for j := range c.Topology {
+			named[c.Topology[j].Member] = true
 			if err := add(cv, c.Topology[j].Member, &c.Topology[j]); err != nil {
+				return nil, err
+			}
+		}
+		for _, m := range drainable(c.Name, named, recorded, present) {
+			if err := add(cv, m, nil); err != nil {
 				return nil, err
 			}
 		}
 		obs.components = append(obs.components, cv)
 	}
-	// Pods the spec no longer asks for (a member dropped from a component's
-	// topology, or a component dropped) are kept in view as placements of
-	// zero replicas, so that scale-in drains them one at a time.
-	for _, sc := range fc.Status.Components {
-		cv := obs.component(sc.Name)
-		if cv == nil {
-			cv = &componentView{name: sc.Name}
-			obs.components = append(obs.components, cv)
-		}
-		for _, sp := range sc.Members {
-			if seen[sp.Member+"/"+sc.Name] {
-				continue
-			}
-			if err := add(cv, sp.Member, nil); err != nil {
+	// Components the spec no longer names: their pods are drained.
+	for _, name := range droppedComponents(fc, present) {
+		cv := component(name, nil)
+		for _, m := range drainable(name, nil, recorded, present) {
+			if err := add(cv, m, nil); err != nil {
 				return nil, err
 			}
 		}
+		if len(cv.placements) > 0 {
+			obs.components = append(obs.components, cv)
+		}
 	}
+
+	// Members that no placement names and where fedop sees nothing of
+	// fc's leave status: drained, or out of sight and no longer wanted
+	// (a cluster lost for good and removed from the topology). They block
+	// nothing any more; the pods status last recorded in one out of sight
+	// are reported.
+	for name := range obs.members {
+		if inSpec[name] || len(present[name]) > 0 {
+			continue
+		}
+		delete(obs.members, name)
+		if len(lastKnown[name]) > 0 {
+			obs.forgotten = append(obs.forgotten, forgotten{member: name, pods: lastKnown[name]})
+		}
+	}
+	slices.SortFunc(obs.forgotten, func(a, b forgotten) int { return compareStrings(a.member, b.member) })
 	return obs, nil
 }
 
-// memberStates returns the state of every observed member, Connected only
-// where this observation could read the member's cache.
-func (o *observation) memberStates() map[string]member.State {
-	out := make(map[string]member.State, len(o.members))
-	for name, mv := range o.members {
-		s := mv.state
-		s.Connected = mv.cluster != nil
-		out[name] = s
+func compareStrings(a, b string) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
 	}
-	return out
+	return 0
+}
+
+// drainable returns, sorted, the members where component has something
+// (recorded ordinals, or pods or a Service observed) but that its
+// topology (named) does not name.
+func drainable(component string, named map[string]bool, recorded map[string]map[string][]int, present map[string]map[string]bool) []string {
+	var out []string
+	for m := range recorded[component] {
+		if !named[m] {
+			out = append(out, m)
+		}
+	}
+	for m, components := range present {
+		if components[component] && !named[m] {
+			out = append(out, m)
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// droppedComponents returns, sorted, the components status or the member
+// caches know that the spec does not name.
+func droppedComponents(fc *v1alpha1.FederationCluster, present map[string]map[string]bool) []string {
+	inSpec := map[string]bool{}
+	for _, c := range fc.Spec.Components {
+		inSpec[c.Name] = true
+	}
+	var out []string
+	for _, cs := range fc.Status.Components {
+		if !inSpec[cs.Name] {
+			out = append(out, cs.Name)
+		}
+	}
+	for _, components := range present {
+		for c := range components {
+			if !inSpec[c] {
+				out = append(out, c)
+			}
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
 }
 
 // watch starts the controller's watches on member name's cache, once per
@@ -195,6 +352,19 @@ func (r *Reconciler) watch(ctx context.Context, name string) error {
 		}
 	}
 	return nil
+}
+
+// memberStates returns the state of every observed member, Connected and
+// Fresh only where this observation could read the member's cache.
+func (o *observation) memberStates() map[string]member.State {
+	out := make(map[string]member.State, len(o.members))
+	for name, mv := range o.members {
+		s := mv.state
+		s.Connected = mv.cluster != nil
+		s.Fresh = s.Fresh && s.Connected
+		out[name] = s
+	}
+	return out
 }
 
 func (o *observation) component(name string) *componentView {
@@ -223,17 +393,29 @@ func (o *observation) placement(component, memberName string) *placementView {
 // have not shown yet.
 func (r *Reconciler) rolloutState(fc *v1alpha1.FederationCluster, obs *observation) rollout.State {
 	s := rollout.State{
-		Name:      fc.Name,
-		Operation: fc.Status.Operation,
-		Paused:    fc.Spec.Paused,
-		MinReady:  time.Duration(fc.Spec.MinReadySeconds) * time.Second,
-		Now:       obs.now,
+		Name:             fc.Name,
+		Operation:        fc.Status.Operation,
+		Paused:           fc.Spec.Paused,
+		MinReady:         time.Duration(fc.Spec.MinReadySeconds) * time.Second,
+		OrdinalsRecorded: obs.ordinalsRecorded,
+		Release:          releaseRequested(fc),
+		Now:              obs.now,
+	}
+	if d := fc.Spec.ProgressDeadlineSeconds; d != nil {
+		s.ProgressDeadline = time.Duration(*d) * time.Second
 	}
 	key := client.ObjectKeyFromObject(fc)
 	for _, cv := range obs.components {
-		rc := rollout.Component{Name: cv.name}
+		rc := rollout.Component{Name: cv.name, NextOrdinal: cv.nextOrdinal}
 		for _, pv := range cv.placements {
-			rp := rollout.Placement{Member: pv.member, Revision: pv.revision, Connected: obs.members[pv.member].cluster != nil}
+			mv := obs.members[pv.member]
+			rp := rollout.Placement{
+				Member:    pv.member,
+				Revision:  pv.revision,
+				Connected: mv != nil && mv.cluster != nil,
+				Ordinals:  pv.ordinals,
+			}
+			rp.Fresh = rp.Connected && mv.state.Fresh
 			if pv.spec != nil {
 				rp.Replicas = pv.spec.Replicas
 			}
@@ -251,6 +433,8 @@ func (r *Reconciler) rolloutState(fc *v1alpha1.FederationCluster, obs *observati
 					Ready:       ready,
 					ReadySince:  since,
 					Terminating: pod.DeletionTimestamp != nil,
+					Failed:      pod.Status.Phase == corev1.PodFailed || pod.Status.Phase == corev1.PodSucceeded,
+					Created:     pod.CreationTimestamp.Time,
 				})
 			}
 			rp.Pods = r.expectations.apply(key, pv.member, cv.name, rp.Pods, obs.now)

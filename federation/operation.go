@@ -3,6 +3,7 @@ package federation
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -61,7 +62,7 @@ func (r *Reconciler) acknowledge(ctx context.Context, fc *v1alpha1.FederationClu
 		res, err := writeFailed(ctx, err, "writing status")
 		return 0, false, res, err
 	}
-	r.status.wrote(client.ObjectKeyFromObject(fc), now, replaced)
+	r.status.wrote(client.ObjectKeyFromObject(fc), now, replaced, fc.ResourceVersion)
 	return 0, true, reconcile.Result{}, nil
 }
 
@@ -83,4 +84,25 @@ func writeFailed(ctx context.Context, err error, what string) (reconcile.Result,
 // taking an operation over says so at once.
 func sameOperation(a, b *v1alpha1.Operation) bool {
 	return equality.Semantic.DeepEqual(a, b)
+}
+
+// releaseRequested reports whether fc carries the annotation
+// fedop.io/release-operation naming the startedTime of the operation its
+// status holds: a user asks for that operation to be dropped.
+func releaseRequested(fc *v1alpha1.FederationCluster) bool {
+	v, ok := fc.Annotations[v1alpha1.AnnotationReleaseOperation]
+	op := fc.Status.Operation
+	return ok && op != nil && v == op.StartedTime.UTC().Format(time.RFC3339)
+}
+
+// releaseRequester returns who set the release annotation, as the API
+// server recorded it: the field manager that owns it in managedFields.
+func releaseRequester(fc *v1alpha1.FederationCluster) string {
+	field := `"f:` + v1alpha1.AnnotationReleaseOperation + `"`
+	for _, mf := range fc.ManagedFields {
+		if mf.FieldsV1 != nil && strings.Contains(string(mf.FieldsV1.Raw), field) {
+			return mf.Manager
+		}
+	}
+	return "an unknown field manager"
 }

@@ -63,11 +63,11 @@ type Reconciler struct {
 	workers  int
 
 	expectations *expectations
-	// nameConflicts are pods fedop could not create because the name is
-	// taken by a pod that is not fedop's.
-	nameConflicts *nameConflicts
-	status        *statusWriter
-	steps         *stepClock
+	// issues are what the last act of each FederationCluster could not
+	// do, for its next status.
+	issues *issueStore
+	status *statusWriter
+	steps  *stepClock
 	// watchers are started on every member cache this controller reads
 	// (Members.Watch, in observe): pods and Services wake the reconciler,
 	// and pods feed the step clock.
@@ -84,22 +84,23 @@ func NewReconciler(o Options) *Reconciler {
 		o.MaxConcurrentReconciles = 4
 	}
 	return &Reconciler{
-		client:        o.Client,
-		members:       o.Members,
-		recorder:      o.Recorder,
-		identity:      o.Identity,
-		clock:         o.Clock,
-		workers:       o.MaxConcurrentReconciles,
-		expectations:  newExpectations(),
-		nameConflicts: newNameConflicts(),
-		status:        newStatusWriter(o.Clock),
-		steps:         newStepClock(o.Clock),
+		client:       o.Client,
+		members:      o.Members,
+		recorder:     o.Recorder,
+		identity:     o.Identity,
+		clock:        o.Clock,
+		workers:      o.MaxConcurrentReconciles,
+		expectations: newExpectations(),
+		issues:       newIssueStore(),
+		status:       newStatusWriter(o.Clock),
+		steps:        newStepClock(o.Clock),
 	}
 }
 
 // SetupWithManager registers the controller. FederationCluster events
-// pass only when the spec (generation) or annotations change: status writes
-// are fedop's own. Member events wake the reconciler when something it
+// pass when the spec (generation) or annotations change, or status changes
+// by someone else's write (a user's edit is noticed at once); fedop's own
+// status writes do not wake it. Member events wake the reconciler when something it
 // waits for happens: the pods and Services of every member cache it reads
 // (watches started per member connection, see observe), and member state
 // changes (Members.Source).
@@ -111,7 +112,8 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr manager.Manager) 
 	}
 	c, err := builder.ControllerManagedBy(mgr).
 		Named(ControllerName).
-		For(&v1alpha1.FederationCluster{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
+		For(&v1alpha1.FederationCluster{}, builder.WithPredicates(predicate.Or(
+			predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}, r.status.othersStatusWrites()))).
 		WatchesRawSource(r.members.Source(r.mapMember(mgr.GetClient()))).
 		WithOptions(controller.Options{MaxConcurrentReconciles: r.workers}).
 		Build(r)
@@ -195,7 +197,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	state := r.rolloutState(fc, obs)
 	plan := rollout.Next(state)
 	status := computeStatus(fc, obs.memberStates(), state, plan, r.identity)
-	reportNameConflicts(&status, fc.Generation, r.nameConflicts.get(client.ObjectKeyFromObject(fc)))
+	reportIssues(&status, fc.Generation, r.issues.get(client.ObjectKeyFromObject(fc)))
 
 	before := fc.Status.DeepCopy()
 	requeue, ok, res, err := r.acknowledge(ctx, fc, status, obs.now)
@@ -219,6 +221,6 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 // forget drops what this process remembers of FederationCluster key.
 func (r *Reconciler) forget(key client.ObjectKey) {
 	r.expectations.forget(key)
-	r.nameConflicts.forget(key)
+	r.issues.forget(key)
 	r.status.forget(key)
 }

@@ -2,11 +2,14 @@ package federation
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
+	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	"github.com/fedop-io/fedop/api/v1alpha1"
 	"github.com/fedop-io/fedop/federation/rollout"
@@ -15,11 +18,15 @@ import (
 
 // computeStatus returns fc's status from what was observed and planned. It
 // is a plain function of its inputs: members holds what the registry said
-// of every member memberNames(fc) lists (Connected only when this reconcile
+// of every member this reconcile observed (Connected and Fresh only when it
 // could read its cache), state is the planner's input and plan its output.
 // The reconciler writes the result once, before acting (acknowledge, then
 // act). The operation is the plan's, with holder set to the writing
-// manager.
+// manager; the ordinals are the plan's, recorded before any pod takes one.
+//
+// Status stays within its bounds whatever the spec: at most
+// MaxStatusComponents components and MaxStatusPlacements placements each,
+// the spec's first and then those being drained.
 func computeStatus(fc *v1alpha1.FederationCluster, members map[string]member.State, state rollout.State, plan rollout.Plan, holder string) v1alpha1.FederationClusterStatus {
 	st := v1alpha1.FederationClusterStatus{
 		ObservedGeneration: fc.Generation,
@@ -31,7 +38,7 @@ func computeStatus(fc *v1alpha1.FederationCluster, members map[string]member.Sta
 	}
 
 	var missing, disconnected []string
-	for _, name := range memberNames(fc) {
+	for _, name := range slices.Sorted(maps.Keys(members)) {
 		ms := memberStatus(name, members[name])
 		if !ms.Connected {
 			if members[name].Registered {
@@ -42,26 +49,42 @@ func computeStatus(fc *v1alpha1.FederationCluster, members map[string]member.Sta
 		}
 		st.Members = append(st.Members, ms)
 	}
+	st.Members = st.Members[:min(len(st.Members), maxStatusMembers)]
 
+	ordinals := map[string]rollout.ComponentOrdinals{}
+	for _, co := range plan.Ordinals {
+		ordinals[co.Component] = co
+	}
 	unknown := false
+	var silent []string
 	for _, rc := range state.Components {
 		cs := v1alpha1.ComponentStatus{Name: rc.Name}
+		co, recorded := ordinals[rc.Name]
+		if recorded {
+			cs.NextOrdinal = ptr.To(int32(co.NextOrdinal))
+		}
 		desired, blind := false, false
 		for _, rp := range rc.Placements {
 			ps := placementStatus(rp)
+			ps.Ordinals = rollout.FormatOrdinals(co.Placements[rp.Member])
 			if rp.Revision != "" {
 				desired = true
 			}
-			if rp.Revision == "" && len(rp.Pods) == 0 && rp.Connected {
+			if rp.Revision == "" && len(rp.Pods) == 0 && rp.Connected && ps.Ordinals == "" {
 				continue // drained: forget the member
 			}
 			if !rp.Connected && (ps.Replicas > 0 || len(rp.Pods) > 0) {
 				blind = true
 			}
+			if rp.Connected && !rp.Fresh && (ps.Replicas > 0 || len(rp.Pods) > 0) && !slices.Contains(silent, rp.Member) {
+				silent = append(silent, rp.Member)
+			}
 			cs.Replicas += ps.Replicas
 			cs.ReadyReplicas += ps.ReadyReplicas
 			cs.UpdatedReplicas += ps.UpdatedReplicas
-			cs.Members = append(cs.Members, ps)
+			if len(cs.Members) < v1alpha1.MaxStatusPlacements {
+				cs.Members = append(cs.Members, ps)
+			}
 		}
 		if !desired && len(cs.Members) == 0 {
 			continue // a dropped component, drained
@@ -71,14 +94,20 @@ func computeStatus(fc *v1alpha1.FederationCluster, members map[string]member.Sta
 		st.Replicas += cs.Replicas
 		st.ReadyReplicas += cs.ReadyReplicas
 		st.UpdatedReplicas += cs.UpdatedReplicas
-		st.Components = append(st.Components, cs)
+		if len(st.Components) < v1alpha1.MaxStatusComponents {
+			st.Components = append(st.Components, cs)
+		}
 	}
+	slices.Sort(silent)
 
 	setCondition(&st, fc.Generation, membersConnected(missing, disconnected))
 	setCondition(&st, fc.Generation, ready(st, missing, disconnected, plan))
-	setCondition(&st, fc.Generation, progressing(fc.Spec.Paused, st, plan, unknown))
+	setCondition(&st, fc.Generation, progressing(fc.Spec.Paused, st, plan, unknown, silent))
 	return st
 }
+
+// maxStatusMembers is status.members' bound (its MaxItems).
+const maxStatusMembers = 512
 
 // memberStatus is what status says of member name, given its state.
 func memberStatus(name string, s member.State) v1alpha1.MemberStatus {
@@ -205,9 +234,16 @@ func ready(st v1alpha1.FederationClusterStatus, missing, disconnected []string, 
 // reason is a member fedop cannot see (Unknown: whether the rollout is done
 // cannot be told) or, were the planner ever to stop short, Waiting, never
 // Complete.
-func progressing(paused bool, st v1alpha1.FederationClusterStatus, plan rollout.Plan, unknown bool) metav1.Condition {
+func progressing(paused bool, st v1alpha1.FederationClusterStatus, plan rollout.Plan, unknown bool, silent []string) metav1.Condition {
 	c := metav1.Condition{Type: v1alpha1.ConditionProgressing, Status: metav1.ConditionTrue, Message: plan.Message}
+	waiting := plan.Delete == nil && len(plan.Create) == 0
 	switch {
+	case plan.Stuck != nil:
+		c.Status, c.Reason = metav1.ConditionFalse, v1alpha1.ReasonProgressDeadlineExceeded
+		c.Message = fmt.Sprintf("pod %s in member %s has not been available for %s, longer than spec.progressDeadlineSeconds: no pod is deleted while it is down; fix what keeps it down, or change the spec (a new revision replaces it at once); %s",
+			plan.Stuck.Name, plan.Stuck.Member, plan.StuckFor.Round(time.Second), plan.Message)
+	case plan.Operation == nil && len(plan.Replace) > 0:
+		c.Reason = v1alpha1.ReasonReplacingFailedPods
 	case plan.Operation == nil && unknown:
 		c.Status, c.Reason = metav1.ConditionUnknown, v1alpha1.ReasonMemberDisconnected
 		c.Message = "whether every pod is at its update revision cannot be told while a member cluster is not connected"
@@ -215,8 +251,11 @@ func progressing(paused bool, st v1alpha1.FederationClusterStatus, plan rollout.
 		c.Reason = v1alpha1.ReasonWaiting
 	case plan.Operation == nil:
 		c.Status, c.Reason = metav1.ConditionFalse, v1alpha1.ReasonComplete
-	case paused && plan.Delete == nil && len(plan.Create) == 0:
+	case paused && waiting:
 		c.Status, c.Reason = metav1.ConditionFalse, v1alpha1.ReasonPaused
+	case waiting && len(silent) > 0:
+		c.Reason = v1alpha1.ReasonMemberSilent
+		c.Message = fmt.Sprintf("no pod is deleted until member cluster %s answers; %s", strings.Join(silent, ", "), plan.Message)
 	default:
 		c.Reason = map[v1alpha1.OperationType]string{
 			v1alpha1.OperationInitialize: v1alpha1.ReasonInitializing,
@@ -241,21 +280,28 @@ func rolledOut(st v1alpha1.FederationClusterStatus) bool {
 	return st.UpdatedReplicas == st.Replicas
 }
 
-// reportNameConflicts turns Progressing into a report of the pods fedop
-// could not create because another pod holds the name (conflicts, from
-// the last act): True, as the operation goes on around them, with reason
-// PodNameTaken and a message naming them.
-func reportNameConflicts(st *v1alpha1.FederationClusterStatus, generation int64, conflicts []string) {
-	if len(conflicts) == 0 {
+// reportIssues turns Progressing into a report of what the last act could
+// not do: pods fedop could not create because another pod holds the name
+// (reason PodNameTaken), or member writes that failed (reason
+// MemberWriteFailed). Progressing stays True: the operation goes on around
+// them, and the writes are retried.
+func reportIssues(st *v1alpha1.FederationClusterStatus, generation int64, issues actIssues) {
+	var reason, msg string
+	switch {
+	case len(issues.taken) > 0:
+		reason = v1alpha1.ReasonPodNameTaken
+		msg = strings.Join(issues.taken, "; ") + ": fedop does not adopt a pod it did not create; delete or rename it"
+	case len(issues.failed) > 0:
+		reason = v1alpha1.ReasonMemberWriteFailed
+		msg = "retrying: " + strings.Join(issues.failed, "; ")
+	default:
 		return
 	}
-	c := meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionProgressing)
-	msg := strings.Join(conflicts, "; ") + ": fedop does not adopt a pod it did not create; delete or rename it"
-	if c != nil && c.Message != "" {
+	if c := meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionProgressing); c != nil && c.Message != "" {
 		msg += "; " + c.Message
 	}
 	if len(msg) > 32768 {
 		msg = msg[:32765] + "..."
 	}
-	setCondition(st, generation, metav1.Condition{Type: v1alpha1.ConditionProgressing, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonPodNameTaken, Message: msg})
+	setCondition(st, generation, metav1.Condition{Type: v1alpha1.ConditionProgressing, Status: metav1.ConditionTrue, Reason: reason, Message: msg})
 }

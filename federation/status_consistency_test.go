@@ -24,7 +24,7 @@ func fcOf(s rollout.State) (*v1alpha1.FederationCluster, map[string]member.State
 		c := v1alpha1.Component{Name: rc.Name}
 		cs := v1alpha1.ComponentStatus{Name: rc.Name}
 		for _, rp := range rc.Placements {
-			members[rp.Member] = member.State{Name: rp.Member, Registered: true, Connected: rp.Connected}
+			members[rp.Member] = member.State{Name: rp.Member, Registered: true, Connected: rp.Connected, Fresh: rp.Fresh}
 			if rp.Revision != "" {
 				c.Topology = append(c.Topology, v1alpha1.Placement{Member: rp.Member, Replicas: rp.Replicas})
 			}
@@ -89,7 +89,7 @@ func TestProgressing(t *testing.T) {
 		{"paused with nothing to do", true, inProgress, rollout.Plan{Operation: upgrade.Operation}, false, metav1.ConditionFalse, v1alpha1.ReasonPaused},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c := progressing(tc.paused, tc.st, tc.plan, tc.unknown)
+			c := progressing(tc.paused, tc.st, tc.plan, tc.unknown, nil)
 			assert.Equal(t, tc.want, c.Status)
 			assert.Equal(t, tc.reason, c.Reason)
 		})

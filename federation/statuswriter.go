@@ -1,12 +1,17 @@
 package federation
 
 import (
+	"fmt"
+	"maps"
 	"sync"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	"github.com/fedop-io/fedop/api/v1alpha1"
 )
@@ -47,8 +52,9 @@ type statusWriter struct {
 // lastWrite is one status write of this process.
 type lastWrite struct {
 	at time.Time
-	// replaced is the resourceVersion the write replaced.
-	replaced string
+	// replaced is the resourceVersion the write replaced; written the one
+	// it made.
+	replaced, written string
 }
 
 func newStatusWriter(c clock.PassiveClock) *statusWriter {
@@ -80,11 +86,33 @@ func (w *statusWriter) wait(fc *v1alpha1.FederationCluster, next *v1alpha1.Feder
 }
 
 // wrote records a status write of key at now that replaced resourceVersion
-// replaced.
-func (w *statusWriter) wrote(key client.ObjectKey, now time.Time, replaced string) {
+// replaced and made written.
+func (w *statusWriter) wrote(key client.ObjectKey, now time.Time, replaced, written string) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	w.last[key] = lastWrite{at: now, replaced: replaced}
+	w.last[key] = lastWrite{at: now, replaced: replaced, written: written}
+}
+
+// othersStatusWrites is the predicate that passes an update of a
+// FederationCluster's status that this process did not write: a user
+// editing status by hand, or another manager. fedop's own status writes do
+// not wake it.
+func (w *statusWriter) othersStatusWrites() predicate.Predicate {
+	return predicate.Funcs{
+		CreateFunc:  func(event.CreateEvent) bool { return false },
+		DeleteFunc:  func(event.DeleteEvent) bool { return false },
+		GenericFunc: func(event.GenericEvent) bool { return false },
+		UpdateFunc: func(e event.UpdateEvent) bool {
+			oldFC, ok1 := e.ObjectOld.(*v1alpha1.FederationCluster)
+			newFC, ok2 := e.ObjectNew.(*v1alpha1.FederationCluster)
+			if !ok1 || !ok2 || equality.Semantic.DeepEqual(oldFC.Status, newFC.Status) {
+				return false
+			}
+			w.mu.Lock()
+			defer w.mu.Unlock()
+			return w.last[client.ObjectKeyFromObject(newFC)].written != newFC.ResourceVersion
+		},
+	}
 }
 
 // forget drops what is remembered of key.
@@ -95,13 +123,14 @@ func (w *statusWriter) forget(key client.ObjectKey) {
 }
 
 // urgent reports whether next differs from fc's stored status in
-// something that must be written now: the operation (acknowledge, then
-// act), a new generation, a member's connection, or a condition's status
-// or reason (outside an operation for Ready and Progressing, which move
-// within every step).
+// something that must be written now: the operation or the ordinals
+// (acknowledge, then act: an ordinal is recorded before a pod takes it), a
+// new generation, a member's connection, or a condition's status or reason
+// (within an operation, Ready and Progressing's reason move with every
+// step and wait; Progressing's status does not).
 func urgent(fc *v1alpha1.FederationCluster, next *v1alpha1.FederationClusterStatus) bool {
 	cur := &fc.Status
-	if cur.ObservedGeneration != next.ObservedGeneration || !sameOperation(cur.Operation, next.Operation) {
+	if cur.ObservedGeneration != next.ObservedGeneration || !sameOperation(cur.Operation, next.Operation) || !sameOrdinals(cur, next) {
 		return true
 	}
 	if len(cur.Members) != len(next.Members) {
@@ -114,13 +143,39 @@ func urgent(fc *v1alpha1.FederationCluster, next *v1alpha1.FederationClusterStat
 	}
 	inOperation := next.Operation != nil
 	for _, c := range next.Conditions {
-		if inOperation && (c.Type == v1alpha1.ConditionReady || c.Type == v1alpha1.ConditionProgressing) {
-			continue // they move within every step
-		}
 		old := meta.FindStatusCondition(cur.Conditions, c.Type)
-		if old == nil || old.Status != c.Status || old.Reason != c.Reason {
+		switch {
+		case old == nil:
+			return true
+		case inOperation && c.Type == v1alpha1.ConditionReady:
+			continue // it moves within every step
+		case inOperation && c.Type == v1alpha1.ConditionProgressing:
+			if old.Status != c.Status {
+				return true
+			}
+		case old.Status != c.Status || old.Reason != c.Reason:
 			return true
 		}
 	}
 	return false
+}
+
+// sameOrdinals reports whether a and b record the same ordinals.
+func sameOrdinals(a, b *v1alpha1.FederationClusterStatus) bool {
+	type key struct{ component, member string }
+	record := func(st *v1alpha1.FederationClusterStatus) map[key]string {
+		out := map[key]string{}
+		for _, c := range st.Components {
+			if c.NextOrdinal != nil {
+				out[key{c.Name, ""}] = fmt.Sprint(*c.NextOrdinal)
+			}
+			for _, p := range c.Members {
+				if p.Ordinals != "" {
+					out[key{c.Name, p.Member}] = p.Ordinals
+				}
+			}
+		}
+		return out
+	}
+	return maps.Equal(record(a), record(b))
 }

@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	clocktesting "k8s.io/utils/clock/testing"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/fedop-io/fedop/api/v1alpha1"
@@ -22,6 +23,9 @@ func TestStatusWriterUrgent(t *testing.T) {
 				Replicas:           3, ReadyReplicas: 3,
 				Operation: op.DeepCopy(),
 				Members:   []v1alpha1.MemberStatus{{Name: "a", Connected: true}},
+				Components: []v1alpha1.ComponentStatus{{Name: "pd", NextOrdinal: ptr.To(int32(2)), Members: []v1alpha1.PlacementStatus{
+					{Member: "a", Ordinals: "0-1"},
+				}}},
 				Conditions: []metav1.Condition{
 					{Type: v1alpha1.ConditionReady, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonAvailable},
 					{Type: v1alpha1.ConditionProgressing, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonUpgrading, Message: "replacing pod demo-pd-1 in a"},
@@ -57,6 +61,17 @@ func TestStatusWriterUrgent(t *testing.T) {
 		{"MembersConnected changed", func(st *v1alpha1.FederationClusterStatus) {
 			setCond(st, v1alpha1.ConditionMembersConnected, metav1.ConditionFalse, v1alpha1.ReasonMemberDisconnected)
 		}, true},
+		{"an ordinal handed out", func(st *v1alpha1.FederationClusterStatus) {
+			st.Components[0].NextOrdinal = ptr.To(int32(3))
+			st.Components[0].Members[0].Ordinals = "0-2"
+		}, true},
+		{"an ordinal let go", func(st *v1alpha1.FederationClusterStatus) { st.Components[0].Members[0].Ordinals = "0" }, true},
+		{"Progressing's reason within a step", func(st *v1alpha1.FederationClusterStatus) {
+			setCond(st, v1alpha1.ConditionProgressing, metav1.ConditionTrue, v1alpha1.ReasonMemberSilent)
+		}, false},
+		{"a pod past the progress deadline", func(st *v1alpha1.FederationClusterStatus) {
+			setCond(st, v1alpha1.ConditionProgressing, metav1.ConditionFalse, v1alpha1.ReasonProgressDeadlineExceeded)
+		}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			fc := base()
@@ -87,7 +102,7 @@ func TestStatusWriterWait(t *testing.T) {
 	next.ReadyReplicas = 1
 
 	assert.Zero(t, w.wait(fc, next, t0), "nothing written by this process yet: write now")
-	w.wrote(key, t0, "41")
+	w.wrote(key, t0, "41", "42")
 	assert.Equal(t, statusRefresh-time.Second, w.wait(fc, next, t0.Add(time.Second)), "a non-urgent change waits for the refresh")
 	assert.Zero(t, w.wait(fc, next, t0.Add(statusRefresh)), "due after the refresh")
 	w.forget(key)
@@ -100,7 +115,7 @@ func TestStatusWriterBehind(t *testing.T) {
 	w := newStatusWriter(clk)
 	fc := &v1alpha1.FederationCluster{ObjectMeta: metav1.ObjectMeta{Namespace: "db", Name: "demo", ResourceVersion: "41"}}
 	assert.False(t, w.behind(fc), "nothing written yet")
-	w.wrote(client.ObjectKeyFromObject(fc), t0, "41")
+	w.wrote(client.ObjectKeyFromObject(fc), t0, "41", "42")
 	clk.SetTime(t0.Add(10 * time.Millisecond))
 	assert.True(t, w.behind(fc), "the cache still shows what the write replaced")
 	clk.SetTime(t0.Add(staleFor))

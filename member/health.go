@@ -7,30 +7,32 @@ import (
 	"sync"
 	"time"
 
+	utilnet "k8s.io/apimachinery/pkg/util/net"
 	ctrl "sigs.k8s.io/controller-runtime"
 )
 
-// run is the Registry's manager Runnable: it probes every member each
+// run is the Registry's manager Runnable: it probes every member twice per
 // ProbePeriod until ctx ends, then stops every member and waits for them.
 func (r *Registry) run(ctx context.Context) error {
 	defer r.stopAll()
 	ctx = ctrl.LoggerInto(ctx, r.log)
-	ticker := time.NewTicker(r.opts.ProbePeriod)
+	ticker := r.opts.Clock.NewTicker(r.opts.ProbePeriod / 2)
 	defer ticker.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return nil
-		case <-ticker.C:
+		case <-ticker.C():
 			r.probeAll(ctx)
 		}
 	}
 }
 
 // probeAll probes every running member concurrently and returns when all
-// probes are done. Each probe is bounded by four fifths of ProbePeriod, so
-// a round ends before the next tick and a dead member cannot delay the
-// others' probes.
+// probes are done. Each probe is bounded by half a ProbePeriod, so a round
+// ends before the next tick and a dead member cannot delay the others'
+// probes; and a live member answers at least once per ProbePeriod, which
+// keeps it fresh.
 func (r *Registry) probeAll(ctx context.Context) {
 	r.mu.Lock()
 	running := make([]*instance, 0, len(r.members))
@@ -41,18 +43,21 @@ func (r *Registry) probeAll(ctx context.Context) {
 	}
 	r.mu.Unlock()
 
-	timeout := r.opts.ProbePeriod * 4 / 5
+	timeout := r.opts.ProbePeriod / 2
 	var wg sync.WaitGroup
 	for _, in := range running {
 		wg.Go(func() {
 			pctx, cancel := context.WithTimeout(ctx, timeout)
 			defer cancel()
+			start := r.opts.Clock.Now()
 			err := in.probe(pctx)
 			if ctx.Err() != nil {
 				// Shutting down: a failure now says nothing of the member.
 				return
 			}
-			r.recordProbe(ctx, in, err, time.Now())
+			now := r.opts.Clock.Now()
+			probeDuration.WithLabelValues(in.name).Observe(now.Sub(start).Seconds())
+			r.recordProbe(ctx, in, err, now)
 		})
 	}
 	wg.Wait()
@@ -71,13 +76,15 @@ func (in *instance) probe(ctx context.Context) error {
 	return nil
 }
 
-// recordProbe records the result err of a probe of in made at now. It
-// marks the member disconnected after FailureThreshold failures in a row,
-// connected again after a success that follows, and enqueues the member in
-// every sink when that changes. A result for an instance that was replaced
-// meanwhile is dropped.
+// recordProbe records the result err of a probe of in, answered at now. A
+// failure marks the member interrupted at once (it is no longer fresh) and
+// disconnected after FailureThreshold failures in a row. A success after
+// an interruption starts a resync: a new cache, listed now, replaces the
+// old one before the member counts as fresh, or as connected if it was
+// disconnected. A result for an instance that was replaced meanwhile is
+// dropped.
 func (r *Registry) recordProbe(ctx context.Context, in *instance, err error, now time.Time) {
-	var changed, connected bool
+	var disconnected, resync, fresh bool
 	var message string
 	r.mu.Lock()
 	m, ok := r.members[in.name]
@@ -88,30 +95,96 @@ func (r *Registry) recordProbe(ctx context.Context, in *instance, err error, now
 	m.state.LastProbeTime = now
 	if err == nil {
 		m.failures = 0
-		if !m.state.Connected && m.state.Reason == ReasonProbeFailed {
-			m.state.Connected, m.state.Reason, m.state.Message = true, "", ""
-			changed, connected = true, true
-			memberConnected.WithLabelValues(in.name).Set(1)
+		if m.interrupted && !m.resyncing {
+			m.resyncing, resync = true, true
+			if !m.state.Connected {
+				m.state.Reason, m.state.Message = ReasonResyncing, "the member answers again; listing it before trusting its cache"
+			}
 		}
+		// Answering again after a pause longer than the bound, with a
+		// caller waiting on it: tell the caller.
+		fresh = !m.interrupted && m.staleSeen && m.state.Connected
+		if fresh {
+			m.staleSeen = false
+		}
+		m.answered = now
 	} else {
 		m.failures++
+		m.interrupted = true
+		probeFailures.WithLabelValues(in.name, probeFailureReason(err)).Inc()
 		if m.state.Connected && m.failures >= r.opts.FailureThreshold {
 			message = fmt.Sprintf("%d probes in a row failed, the last: %v", m.failures, err)
 			m.state.Connected, m.state.Reason, m.state.Message = false, ReasonProbeFailed, message
-			changed = true
+			disconnected = true
 			memberConnected.WithLabelValues(in.name).Set(0)
 		}
 	}
 	r.mu.Unlock()
 
-	if !changed {
+	log := ctrl.LoggerFrom(ctx).WithValues("member", in.name)
+	switch {
+	case disconnected:
+		log.Info("Member cluster disconnected", "reason", ReasonProbeFailed, "message", message)
+		r.notify(in.name)
+	case resync:
+		log.Info("Member cluster answers again; resyncing its cache")
+		r.notify(in.name)
+		go r.resync(ctx, in)
+	case fresh:
+		r.notify(in.name)
+	}
+}
+
+// interrupted records that in's cache may have missed events (a watch
+// broke): the member is not fresh until a new cache has listed it.
+func (r *Registry) interrupted(in *instance) {
+	if in == nil {
+		return // the cache is still being built: nothing listed yet
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if m, ok := r.members[in.name]; ok && m.inst == in {
+		m.interrupted = true
+	}
+}
+
+// resync starts a new instance of old's member from the same kubeconfig
+// and, once its cache has listed the member, publishes it in old's place,
+// as a rotation does (new before old). If old was replaced meanwhile (a
+// rotation), the new instance is dropped; if it does not sync, the member
+// stays interrupted and the next successful probe tries again.
+func (r *Registry) resync(ctx context.Context, old *instance) {
+	in, err := r.start(old.name, old.hash, old.cfg)
+	if err != nil {
+		r.mu.Lock()
+		if m, ok := r.members[old.name]; ok && m.inst == old {
+			m.resyncing = false
+		}
+		r.mu.Unlock()
+		ctrl.LoggerFrom(ctx).Info("Resyncing the member cluster's cache failed; trying again at the next probe", "member", old.name, "error", err.Error())
 		return
 	}
-	log := ctrl.LoggerFrom(ctx).WithValues("member", in.name)
-	if connected {
-		log.Info("Member cluster connected again")
-	} else {
-		log.Info("Member cluster disconnected", "reason", ReasonProbeFailed, "message", message)
+	prev, ok := r.publish(old.name, in, old)
+	if !ok {
+		in.stop()
+		return
 	}
-	r.notify(in.name)
+	if prev != nil {
+		prev.stop()
+	}
+	ctrl.LoggerFrom(ctx).Info("Member cluster resynced", "member", old.name)
+	r.notify(old.name)
+}
+
+// probeFailureReason sorts a probe error for the failures metric: a
+// timeout, a refused or reset connection, or an answer that was not ok.
+func probeFailureReason(err error) string {
+	switch {
+	case errors.Is(err, context.DeadlineExceeded):
+		return "Timeout"
+	case utilnet.IsConnectionRefused(err) || utilnet.IsConnectionReset(err) || utilnet.IsProbableEOF(err):
+		return "Connection"
+	default:
+		return "NotReady"
+	}
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"sync/atomic"
 
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
@@ -32,8 +34,11 @@ var errStopped = errors.New("the member registry is stopped")
 // A member gets a new instance when its kubeconfig changes.
 type instance struct {
 	name string
-	// hash is the hex sha256 of the kubeconfig bytes it was built from.
+	// hash is the hex sha256 of the kubeconfig bytes it was built from,
+	// and cfg what was made of them: a resync builds the next instance
+	// from the same.
 	hash    string
+	cfg     *rest.Config
 	cluster cluster.Cluster
 	// informers are the informers of Options.Objects, in that order.
 	informers []cache.Informer
@@ -45,6 +50,9 @@ type instance struct {
 	// watches holds the names of the Watchers started on its cache
 	// (Registry.Watch), guarded by the registry's mu.
 	watches map[string]bool
+	// lastEvent is when its cache last received an event, in Unix
+	// nanoseconds: word from the member that costs no request.
+	lastEvent atomic.Int64
 }
 
 // stop cancels the instance's context. It does not wait: the cache stops
@@ -57,6 +65,7 @@ func (in *instance) stop() {
 // within Options.SyncTimeout. hash identifies the kubeconfig cfg came from.
 // On error nothing of the instance keeps running.
 func (r *Registry) start(name, hash string, cfg *rest.Config) (*instance, error) {
+	base := cfg
 	cfg = rest.CopyConfig(cfg)
 	// The member's audit log then says which member connection of fedop
 	// made a request.
@@ -67,11 +76,21 @@ func (r *Registry) start(name, hash string, cfg *rest.Config) (*instance, error)
 	// The member's context is a child of the registry's, not of the
 	// reconcile's: the member outlives the reconcile that started it.
 	mctx, cancel := context.WithCancel(ctrl.LoggerInto(r.ctx, log))
+	var in *instance
 	cl, err := cluster.New(cfg, func(o *cluster.Options) {
 		o.Scheme = r.opts.Scheme
 		o.Logger = log
 		o.Cache.DefaultLabelSelector = r.opts.CacheSelector
 		o.Cache.DefaultTransform = r.transform()
+		o.Cache.DefaultWatchErrorHandler = func(ctx context.Context, rf *toolscache.Reflector, err error) {
+			// A watch that broke (other than a normal close) may have
+			// missed events until it resumes or re-lists: the cache is
+			// not trusted until a new one has listed the member.
+			if !errors.Is(err, io.EOF) {
+				r.interrupted(in)
+			}
+			toolscache.DefaultWatchErrorHandler(ctx, rf, err)
+		}
 	})
 	if err != nil {
 		cancel()
@@ -82,7 +101,7 @@ func (r *Registry) start(name, hash string, cfg *rest.Config) (*instance, error)
 		cancel()
 		return nil, fmt.Errorf("creating the probe client: %w", err)
 	}
-	in := &instance{name: name, hash: hash, cluster: cl, prober: prober.RESTClient(), ctx: mctx, cancel: cancel, watches: map[string]bool{}}
+	in = &instance{name: name, hash: hash, cfg: base, cluster: cl, prober: prober.RESTClient(), ctx: mctx, cancel: cancel, watches: map[string]bool{}}
 
 	// Discovery (to map the Objects to resources) does not honour a
 	// context, so the whole preparation runs aside and the wait for it is
@@ -133,6 +152,15 @@ func (r *Registry) prepare(mctx, syncCtx context.Context, in *instance) error {
 			return fmt.Errorf("creating the informer for %T: %w", obj, err)
 		}
 		in.informers = append(in.informers, inf)
+		// Every event is word from the member: it stamps lastEvent.
+		stamp := func(any) { in.lastEvent.Store(r.opts.Clock.Now().UnixNano()) }
+		if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+			AddFunc:    stamp,
+			UpdateFunc: func(_, obj any) { stamp(obj) },
+			DeleteFunc: stamp,
+		}); err != nil {
+			return fmt.Errorf("adding the freshness handler for %T: %w", obj, err)
+		}
 	}
 
 	r.mu.Lock()

@@ -15,6 +15,21 @@ var memberConnected = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 	Help: "Whether fedop is connected to a member cluster (1) or not (0).",
 }, []string{"member"})
 
+// probeDuration is fedop_member_probe_duration_seconds{member}: how long
+// each /readyz probe took, failed ones included.
+var probeDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+	Name:    "fedop_member_probe_duration_seconds",
+	Help:    "Duration of the /readyz probes of a member cluster's API server.",
+	Buckets: []float64{0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5},
+}, []string{"member"})
+
+// probeFailures is fedop_member_probe_failures_total{member,reason}:
+// failed probes by reason (Timeout, Connection, NotReady).
+var probeFailures = prometheus.NewCounterVec(prometheus.CounterOpts{
+	Name: "fedop_member_probe_failures_total",
+	Help: "Failed /readyz probes of a member cluster's API server, by reason: Timeout, Connection or NotReady.",
+}, []string{"member", "reason"})
+
 func init() {
-	metrics.Registry.MustRegister(memberConnected)
+	metrics.Registry.MustRegister(memberConnected, probeDuration, probeFailures)
 }

@@ -9,12 +9,14 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 	"sigs.k8s.io/controller-runtime/pkg/event"
@@ -62,6 +64,10 @@ const (
 	// ReasonProbeFailed: Options.FailureThreshold probes of /readyz in a row
 	// failed.
 	ReasonProbeFailed = "ProbeFailed"
+	// ReasonResyncing: the member answers again after it had stopped, and
+	// a new cache is listing it; until that list is done the old cache may
+	// hold what was true before, so the member does not count as connected.
+	ReasonResyncing = "Resyncing"
 )
 
 var (
@@ -77,8 +83,8 @@ var (
 
 // The defaults of Options.
 const (
-	defaultProbePeriod      = 10 * time.Second
-	defaultFailureThreshold = 3
+	defaultProbePeriod      = time.Second
+	defaultFailureThreshold = 10
 	defaultSyncTimeout      = 30 * time.Second
 )
 
@@ -96,11 +102,18 @@ type Options struct {
 	// providers, basic auth and file references (see ParseKubeconfig).
 	// Default false: kubeconfigs are untrusted input.
 	AllowExecKubeconfigs bool
-	// ProbePeriod is how often /readyz of every connected member is probed.
-	// Each probe times out after four fifths of it. Default 10s.
+	// ProbePeriod is the freshness bound: a member counts as fresh
+	// (State.Fresh) only if it answered within the last ProbePeriod, a
+	// /readyz probe or an event of its caches. To keep a healthy member
+	// fresh, /readyz is probed twice per period, each probe bounded by half
+	// a period. Default 1s: a member that stops answering stops every pod
+	// deletion within a second.
 	ProbePeriod time.Duration
-	// FailureThreshold is the number of failed probes in a row that mark a
-	// member disconnected (ReasonProbeFailed). Default 3.
+	// FailureThreshold is the number of failed probes in a row (each half
+	// a ProbePeriod apart) that mark a member disconnected
+	// (ReasonProbeFailed): conditions and Events, not safety, which
+	// freshness decides much sooner. Default 10, five seconds at the
+	// default period.
 	FailureThreshold int
 	// SyncTimeout bounds the start and cache sync of one member cluster.
 	// Default 30s.
@@ -123,6 +136,8 @@ type Options struct {
 	// of a pod only what the reconciler reads). Objects read from a member
 	// cache are then partial: never write one back. Default none.
 	Transform toolscache.TransformFunc
+	// Clock is the registry's source of time. Default the real clock.
+	Clock clock.WithTicker
 }
 
 // withDefaults returns o with every empty field set to its default.
@@ -145,6 +160,9 @@ func (o Options) withDefaults() Options {
 	if len(o.Objects) == 0 {
 		o.Objects = []client.Object{&corev1.Pod{}, &corev1.Service{}}
 	}
+	if o.Clock == nil {
+		o.Clock = clock.RealClock{}
+	}
 	return o
 }
 
@@ -166,6 +184,14 @@ type State struct {
 	// LastProbeTime is when /readyz was last probed; zero before the first
 	// probe.
 	LastProbeTime time.Time
+	// LastHeard is when the member last answered: a successful probe, an
+	// event of its cache, or the sync of a new cache.
+	LastHeard time.Time
+	// Fresh is true when the member is connected, answered within
+	// Options.ProbePeriod, and its cache reflects a list made after its
+	// last interruption (a failed probe or a broken watch). A caller must
+	// not delete anything on the word of a member that is not fresh.
+	Fresh bool
 }
 
 // Registry turns member cluster registration Secrets into one running
@@ -219,6 +245,30 @@ type member struct {
 	// inst is the running cluster; nil when none runs (never started,
 	// failed, or stopped because its kubeconfig was refused).
 	inst *instance
+	// answered is when the member last answered a probe, or its cache
+	// last synced.
+	answered time.Time
+	// interrupted is set when a probe failed or a watch of its cache
+	// broke: what the cache holds may be from before, and only a cache
+	// listed after the member answers again is trusted (resync).
+	interrupted bool
+	// resyncing is set while that new cache is being started.
+	resyncing bool
+	// staleSeen is set when State reported the member not fresh while
+	// connected: the caller is waiting, and is told (notify) when it is
+	// fresh again.
+	staleSeen bool
+}
+
+// lastHeard is when m last answered, its cache's events included.
+func (m *member) lastHeard() time.Time {
+	t := m.answered
+	if m.inst != nil {
+		if e := m.inst.lastEvent.Load(); e != 0 && time.Unix(0, e).After(t) {
+			t = time.Unix(0, e)
+		}
+	}
+	return t
 }
 
 // NewRegistry returns a Registry with opts, defaulted. Nothing runs until
@@ -255,8 +305,9 @@ func (r *Registry) Get(name string) (cluster.Cluster, error) {
 	return m.inst.cluster, nil
 }
 
-// State returns what the registry knows of the member name. For a name
-// without a Secret it is State{Name: name, Reason: ReasonNotRegistered}.
+// State returns what the registry knows of the member name, its freshness
+// as of now. For a name without a Secret it is State{Name: name, Reason:
+// ReasonNotRegistered}.
 func (r *Registry) State(name string) State {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -264,7 +315,13 @@ func (r *Registry) State(name string) State {
 	if !ok {
 		return State{Name: name, Reason: ReasonNotRegistered, Message: "no registration Secret"}
 	}
-	return m.state
+	st := m.state
+	st.LastHeard = m.lastHeard()
+	st.Fresh = st.Connected && !m.interrupted && !m.resyncing && r.opts.Clock.Since(st.LastHeard) <= r.opts.ProbePeriod
+	if st.Connected && !st.Fresh {
+		m.staleSeen = true
+	}
+	return st
 }
 
 // Names returns the names of the registered members, connected or not,
@@ -354,18 +411,22 @@ func (r *Registry) syncFailed(name string, err error) (changed bool) {
 }
 
 // publish makes inst name's cluster and returns the one it replaces (to be
-// stopped outside the lock). ok is false when inst must not run: the
-// registry stopped, or the member was removed.
-func (r *Registry) publish(name string, inst *instance) (old *instance, ok bool) {
+// stopped outside the lock). When only is set, inst replaces only that
+// instance (a resync must not undo a rotation that came meanwhile). ok is
+// false when inst must not run: the registry stopped, the member was
+// removed, or only is no longer the member's instance.
+func (r *Registry) publish(name string, inst, only *instance) (old *instance, ok bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	m, found := r.members[name]
-	if r.stopped || !found {
+	if r.stopped || !found || (only != nil && m.inst != only) {
 		return nil, false
 	}
 	old = m.inst
 	m.inst = inst
 	m.failures = 0
+	m.interrupted, m.resyncing, m.staleSeen = false, false, false
+	m.answered = r.opts.Clock.Now()
 	m.state = State{Name: name, Registered: true, Connected: true, LastProbeTime: m.state.LastProbeTime}
 	memberConnected.WithLabelValues(name).Set(1)
 	return old, true
@@ -382,6 +443,8 @@ func (r *Registry) remove(name string) (old *instance, ok bool) {
 	}
 	delete(r.members, name)
 	memberConnected.DeleteLabelValues(name)
+	probeDuration.DeleteLabelValues(name)
+	probeFailures.DeletePartialMatch(prometheus.Labels{"member": name})
 	return m.inst, true
 }
 

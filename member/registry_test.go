@@ -339,20 +339,54 @@ func TestRegistry(t *testing.T) {
 		assert.Eventually(t, func() bool { return seen.members("k8s-p") > before }, wait, tick, "memberMap not called on disconnect")
 		requireConnected(t, reg, "k8s-b")
 
-		// Made during the outage, it reaches the cache after it: the
-		// cache kept running and its informers reconnected.
+		// Made and removed during the outage: the member counts as
+		// connected again only with a cache listed after it answered, so
+		// both show at once, without waiting for a watch to catch up.
 		require.NoError(t, b.Client.Create(ctx, pod("during-outage", fedopLabels)))
+		require.NoError(t, b.Client.Delete(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "while-dead"}}, client.GracePeriodSeconds(0)))
 		before = seen.members("k8s-p")
 		p = startProxy(t, p.addr, target)
 		requireConnected(t, reg, "k8s-p")
 		assert.Greater(t, seen.members("k8s-p"), before, "memberMap not called on reconnect")
 		cl, err := reg.Get("k8s-p")
 		require.NoError(t, err)
-		assert.Eventually(t, func() bool {
-			var got corev1.Pod
-			return seen.objects("k8s-p/default/during-outage") > 0 &&
-				cl.GetClient().Get(ctx, client.ObjectKey{Namespace: "default", Name: "during-outage"}, &got) == nil
-		}, 2*wait, tick)
+		var got corev1.Pod
+		assert.NoError(t, cl.GetClient().Get(ctx, client.ObjectKey{Namespace: "default", Name: "during-outage"}, &got),
+			"connected again, but the cache does not show a pod created while the member was away")
+		err = cl.GetClient().Get(ctx, client.ObjectKey{Namespace: "default", Name: "while-dead"}, &got)
+		assert.True(t, apierrors.IsNotFound(err), "connected again, but the cache still shows a pod deleted while the member was away: %v", err)
+		assert.True(t, reg.State("k8s-p").Fresh, "connected with a fresh cache, but not fresh")
+		// A new connection: the watch starts again and replays.
+		watchPods(t, "k8s-p")
+		assert.Eventually(t, func() bool { return seen.objects("k8s-p/default/during-outage") > 0 }, wait, tick)
+	})
+
+	t.Run("a member that stops answering is not fresh at once, and fresh again with a new cache", func(t *testing.T) {
+		target, err := serverAddress(a.Kubeconfig)
+		require.NoError(t, err)
+		p := startProxy(t, "127.0.0.1:0", target)
+		proxied := rewrite(t, a.Kubeconfig, func(kc *clientcmdapi.Config) {
+			for _, c := range kc.Clusters {
+				c.Server = "https://" + p.addr
+			}
+		})
+		require.NoError(t, host.Create(ctx, registration("k8s-f", member.KubeconfigKey, proxied)))
+		requireConnected(t, reg, "k8s-f")
+		require.Eventually(t, func() bool { return reg.State("k8s-f").Fresh }, wait, tick)
+		first, err := reg.Get("k8s-f")
+		require.NoError(t, err)
+
+		p.stop()
+		// Not fresh within the bound (the probe period, 500ms here), long
+		// before it is declared disconnected (10 failed probes).
+		require.Eventually(t, func() bool { return !reg.State("k8s-f").Fresh }, 2*time.Second, 10*time.Millisecond)
+		assert.True(t, reg.State("k8s-f").Connected, "disconnected already: freshness must go first")
+
+		p = startProxy(t, p.addr, target)
+		require.Eventually(t, func() bool { return reg.State("k8s-f").Fresh }, wait, tick)
+		again, err := reg.Get("k8s-f")
+		require.NoError(t, err)
+		assert.NotSame(t, first, again, "fresh again with the cache listed before the interruption")
 	})
 
 	t.Run("deleting the Secret or removing its label removes the member", func(t *testing.T) {

@@ -160,7 +160,7 @@ func (r *Registry) reconcileSecret(ctx context.Context, req reconcile.Request) (
 		}
 		return reconcile.Result{}, fmt.Errorf("starting member cluster %q: %w", name, err)
 	}
-	old, ok := r.publish(name, in)
+	old, ok := r.publish(name, in, nil)
 	if !ok {
 		in.stop()
 		return reconcile.Result{}, nil

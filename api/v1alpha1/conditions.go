@@ -35,4 +35,16 @@ const (
 	ReasonCleaningUp         = "CleaningUp"
 	ReasonMemberUnreachable  = "MemberUnreachable"
 	ReasonPodNameTaken       = "PodNameTaken"
+	// ReasonProgressDeadlineExceeded: a pod has not been available for
+	// longer than spec.progressDeadlineSeconds (Progressing=False).
+	ReasonProgressDeadlineExceeded = "ProgressDeadlineExceeded"
+	// ReasonReplacingFailedPods: pods in phase Failed or Succeeded are
+	// being deleted, to come back under their names.
+	ReasonReplacingFailedPods = "ReplacingFailedPods"
+	// ReasonMemberWriteFailed: a write to a member cluster failed in the
+	// last reconcile; the message names the member and the error.
+	ReasonMemberWriteFailed = "MemberWriteFailed"
+	// ReasonMemberSilent: a member in use has not answered within the
+	// freshness bound, so no pod is deleted anywhere until it does.
+	ReasonMemberSilent = "MemberSilent"
 )

@@ -25,6 +25,18 @@ const (
 	// MaxNameAndComponentLength bounds len(metadata.name) + len(component
 	// name): 63 - two dashes - MaxOrdinalDigits.
 	MaxNameAndComponentLength = 56
+	// MaxOrdinalRanges is the most ranges a placement's ordinals may take
+	// in status (PlacementStatus.Ordinals): with at most 12 characters a
+	// range, 64 ranges fit in its 1024 characters. fedop hands a placement
+	// no new ordinal that would need more.
+	MaxOrdinalRanges = 64
+	// MaxStatusComponents and MaxStatusPlacements bound status: the spec's
+	// components and placements, plus as many again still being drained
+	// (a component or member removed from the spec whose pods are not all
+	// gone). Draining entries past the bound are left out of status; fedop
+	// still drains them.
+	MaxStatusComponents = 2 * MaxComponents
+	MaxStatusPlacements = 2 * MaxPlacements
 )
 
 // FederationClusterSpec is the desired state: the components of one
@@ -45,6 +57,20 @@ type FederationClusterSpec struct {
 	// +kubebuilder:validation:Minimum=0
 	// +kubebuilder:validation:Maximum=3600
 	MinReadySeconds int32 `json:"minReadySeconds,omitempty"`
+
+	// progressDeadlineSeconds is how long, in seconds, a pod may stay
+	// unavailable (counted from its creation or its last Ready transition,
+	// whichever is later) before fedop reports the rollout stuck:
+	// Progressing=False with reason ProgressDeadlineExceeded naming the pod,
+	// and a Warning Event. No pod is deleted while one is unavailable, so
+	// the rollout waits; changing the spec (reverting a bad image, say)
+	// replaces the stuck pod at once. As for Deployments. 0 disables it; 0
+	// to 86400; default 600.
+	// +optional
+	// +kubebuilder:default=600
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=86400
+	ProgressDeadlineSeconds *int32 `json:"progressDeadlineSeconds,omitempty"`
 
 	// components are the parts of the system, 1 to 16 with unique names.
 	// They are initialized and rolled in this order.
@@ -241,6 +267,15 @@ type PlacementStatus struct {
 	// +optional
 	// +kubebuilder:validation:MaxLength=63
 	UpdateRevision string `json:"updateRevision,omitempty"`
+	// ordinals are the ordinals the placement holds, as ranges ("0-2,5"):
+	// the identities of its pods. A pod keeps its name, ordinal and member
+	// for life: one deleted by anyone comes back under its name here, and
+	// no other placement is ever given one of these ordinals, even while
+	// this member cannot be seen. At most 64 ranges.
+	// +optional
+	// +kubebuilder:validation:MaxLength=1024
+	// +kubebuilder:validation:Pattern=`^([0-9]+(-[0-9]+)?(,[0-9]+(-[0-9]+)?)*)?$`
+	Ordinals string `json:"ordinals,omitempty"`
 }
 
 // ComponentStatus is what was observed of one component.
@@ -262,11 +297,20 @@ type ComponentStatus struct {
 	// placement's update revision.
 	// +optional
 	UpdatedReplicas int32 `json:"updatedReplicas"`
-	// members holds one entry per placement, in topology order.
+	// nextOrdinal is the first ordinal never handed out: new pods of the
+	// component take ordinals from it up, so a name that a member out of
+	// sight may still hold is never given again. Absent in a status
+	// written before fedop recorded ordinals.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	NextOrdinal *int32 `json:"nextOrdinal,omitempty"`
+	// members holds one entry per placement, in topology order, then the
+	// members the component no longer names that still hold its pods
+	// (being drained), at most 64 in all.
 	// +optional
 	// +listType=map
 	// +listMapKey=member
-	// +kubebuilder:validation:MaxItems=32
+	// +kubebuilder:validation:MaxItems=64
 	Members []PlacementStatus `json:"members,omitempty"`
 }
 
@@ -324,15 +368,19 @@ type FederationClusterStatus struct {
 	// +optional
 	Operation *Operation `json:"operation,omitempty"`
 
-	// components holds one entry per component, in spec order.
+	// components holds one entry per component, in spec order, then the
+	// components the spec no longer names whose pods are being drained, at
+	// most 32 in all.
 	// +optional
 	// +listType=map
 	// +listMapKey=name
-	// +kubebuilder:validation:MaxItems=16
+	// +kubebuilder:validation:MaxItems=32
 	Components []ComponentStatus `json:"components,omitempty"`
 
-	// members holds one entry per member cluster the spec names, sorted by
-	// name.
+	// members holds one entry per member cluster the spec names or that
+	// holds pods being drained, sorted by name. A member that no placement
+	// names and that cannot be seen leaves: its last known pods are
+	// reported in an Event.
 	// +optional
 	// +listType=map
 	// +listMapKey=name

@@ -28,6 +28,13 @@ const (
 	// being deleted, lets the finalizer go although some member could not be
 	// cleaned because it is unreachable.
 	AnnotationSkipUnreachableCleanup = "fedop.io/skip-unreachable-cleanup"
+	// AnnotationReleaseOperation, set on a FederationCluster to the
+	// startedTime of its status.operation (RFC 3339, as status shows it),
+	// makes fedop drop that operation and its step, record who asked in an
+	// Event, and plan again from what it observes: the safe way to release
+	// the status-flag mutex by hand. A value naming another operation is
+	// ignored, so a stale annotation is harmless.
+	AnnotationReleaseOperation = "fedop.io/release-operation"
 	// FieldManager is the server-side apply field manager of fedop's writes
 	// to member objects.
 	FieldManager = "fedop"

@@ -24,7 +24,7 @@ func upgradeState(components, members, perPlacement int) rollout.State {
 		comp := rollout.Component{Name: fmt.Sprintf("c%d", c)}
 		ordinal := 0
 		for m := range members {
-			pl := rollout.Placement{Member: fmt.Sprintf("m%d", m), Replicas: int32(perPlacement), Revision: "new", Connected: true}
+			pl := rollout.Placement{Member: fmt.Sprintf("m%d", m), Replicas: int32(perPlacement), Revision: "new", Connected: true, Fresh: true}
 			for range perPlacement {
 				name := rollout.PodName(s.Name, comp.Name, ordinal)
 				pl.Pods = append(pl.Pods, rollout.Pod{

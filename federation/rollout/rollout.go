@@ -3,120 +3,13 @@ package rollout
 import (
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/fedop-io/fedop/api/v1alpha1"
 )
-
-// Pod is what the planner needs to know of one observed pod.
-type Pod struct {
-	Name    string
-	UID     types.UID
-	Ordinal int
-	// Revision is the pod's fedop.io/revision label.
-	Revision string
-	// Ready is the pod's Ready condition; ReadySince its last transition.
-	Ready      bool
-	ReadySince time.Time
-	// Terminating is true once the pod has a deletionTimestamp.
-	Terminating bool
-}
-
-// Placement is one component's part in one member: desired and observed.
-type Placement struct {
-	Member string
-	// Replicas is the desired number of pods. A member the component no
-	// longer names but still has pods in is passed with Replicas 0.
-	Replicas int32
-	// Revision is the placement's update revision; empty for a member the
-	// component no longer names.
-	Revision string
-	// Connected is true when the member is registered, reachable and its
-	// cache synced. Pods of a disconnected member are last known, not known.
-	Connected bool
-	// Pods are the component's pods observed in the member, any order.
-	Pods []Pod
-}
-
-// Component is one component with its placements in topology order.
-type Component struct {
-	Name       string
-	Placements []Placement
-}
-
-// State is everything the planner decides from.
-type State struct {
-	// Name is the FederationCluster's name, the prefix of its pod names.
-	Name string
-	// Components in spec order.
-	Components []Component
-	// Operation is status.operation as read; nil when the mutex is free.
-	Operation *v1alpha1.Operation
-	Paused    bool
-	// MinReady is spec.minReadySeconds.
-	MinReady time.Duration
-	// Now is the time of the observation.
-	Now time.Time
-}
-
-// PodRef names a pod to act on.
-type PodRef struct {
-	Component string
-	Member    string
-	Name      string
-	Ordinal   int
-	// UID, for a deletion, is the precondition: only this instance may go.
-	UID types.UID
-	// Revision, for a creation, is the update revision to create it at.
-	Revision string
-}
-
-// Plan is the next step.
-type Plan struct {
-	// Operation is the value status.operation must hold, written with a
-	// resourceVersion precondition, before any action below is taken; nil
-	// frees the mutex.
-	Operation *v1alpha1.Operation
-	// Create lists pods to create. Creation is never disruptive.
-	Create []PodRef
-	// Delete is the one disruptive action, if any.
-	Delete *PodRef
-	// Message says what the step does or waits for (Progressing message).
-	Message string
-	// RequeueAfter, when positive, is how soon something changes without an
-	// event: a Ready pod reaching minReadySeconds.
-	RequeueAfter time.Duration
-	// Completed is the pod whose step this observation finished (replaced
-	// and available, created and available, or removed), if any.
-	Completed *PodRef
-	// CompletedAt is when Completed became available or was seen gone.
-	CompletedAt time.Time
-}
-
-// PodName returns the name of ordinal's pod of component in the
-// FederationCluster name: <name>-<component>-<ordinal>.
-func PodName(name, component string, ordinal int) string {
-	return name + "-" + component + "-" + strconv.Itoa(ordinal)
-}
-
-// ParseOrdinal returns the ordinal of podName when it is a pod name of
-// component in the FederationCluster name, and false otherwise.
-func ParseOrdinal(name, component, podName string) (int, bool) {
-	rest, ok := strings.CutPrefix(podName, name+"-"+component+"-")
-	if !ok || rest == "" || (len(rest) > 1 && rest[0] == '0') {
-		return 0, false
-	}
-	n, err := strconv.Atoi(rest)
-	if err != nil || n < 0 {
-		return 0, false
-	}
-	return n, true
-}
 
 // Next returns the next step for s.
 //
@@ -127,20 +20,80 @@ func ParseOrdinal(name, component, podName string) (int, bool) {
 // that takes it again, so no outside event is needed for the federation to
 // reach its spec.
 func Next(s State) Plan {
-	p := planner{State: s}
+	p := newPlanner(s)
 	op := s.Operation.DeepCopy()
+	released := false
+	if op != nil && s.Release {
+		op, released = nil, true
+	}
+	var plan Plan
 	if op == nil {
-		return p.start()
+		plan = p.start()
+	} else {
+		plan = p.run(op)
+		if plan.Operation == nil {
+			next := p.start()
+			if next.Operation == nil {
+				next.Message = plan.Message
+			}
+			plan = withCompleted(next, plan)
+		}
 	}
-	plan := p.run(op)
-	if plan.Operation != nil {
-		return plan
+	plan.Released = released
+	p.finish(&plan)
+	return plan
+}
+
+// planner is one call of Next: the state, and the ordinal bookkeeping the
+// plan changes.
+type planner struct {
+	State
+	// owned[ci][pi] are the ordinals placement pi of component ci holds,
+	// sorted: recorded in status, plus those of the pods observed there.
+	owned [][][]int
+	// next[ci] is component ci's first ordinal never handed out; nextKnown
+	// whether it can be trusted (see State.OrdinalsRecorded).
+	next      []int
+	nextKnown []bool
+	// dropped says why a recorded step was dropped (Plan.Dropped).
+	dropped string
+}
+
+func newPlanner(s State) *planner {
+	p := &planner{State: s}
+	for ci := range s.Components {
+		c := &s.Components[ci]
+		next := c.NextOrdinal
+		var owned [][]int
+		for pi := range c.Placements {
+			pl := &c.Placements[pi]
+			set := slices.Clone(pl.Ordinals)
+			for _, pod := range pl.Pods {
+				set = append(set, pod.Ordinal)
+			}
+			slices.Sort(set)
+			set = slices.Compact(set)
+			if len(set) > 0 {
+				next = max(next, set[len(set)-1]+1)
+			}
+			owned = append(owned, set)
+		}
+		p.owned = append(p.owned, owned)
+		p.next = append(p.next, next)
+		// Without a record, a member out of sight may hold ordinals at or
+		// above what is seen.
+		p.nextKnown = append(p.nextKnown, s.OrdinalsRecorded || allConnected(c))
 	}
-	next := p.start()
-	if next.Operation == nil {
-		next.Message = plan.Message
+	return p
+}
+
+func allConnected(c *Component) bool {
+	for pi := range c.Placements {
+		if !c.Placements[pi].Connected {
+			return false
+		}
 	}
-	return withCompleted(next, plan)
+	return true
 }
 
 // start takes the operation the observed state calls for, if any.
@@ -168,14 +121,12 @@ func (p *planner) run(op *v1alpha1.Operation) Plan {
 	}
 }
 
-type planner struct {
-	State
-}
+// --- Availability and the health gate.
 
 // available reports whether pod counts as available now and, when it is
 // Ready but not yet for MinReady, how long until it is.
 func (p *planner) available(pod *Pod) (bool, time.Duration) {
-	if !pod.Ready || pod.Terminating {
+	if !pod.Ready || pod.Terminating || pod.Failed {
 		return false, 0
 	}
 	if p.MinReady <= 0 {
@@ -193,10 +144,12 @@ func (p *planner) availableSince(pod *Pod) time.Time {
 	return pod.ReadySince.Add(p.MinReady)
 }
 
+// live returns the placement's pods that run or will: not terminating, not
+// failed.
 func live(pl *Placement) []*Pod {
 	var out []*Pod
 	for i := range pl.Pods {
-		if !pl.Pods[i].Terminating {
+		if !pl.Pods[i].Terminating && !pl.Pods[i].Failed {
 			out = append(out, &pl.Pods[i])
 		}
 	}
@@ -205,112 +158,23 @@ func live(pl *Placement) []*Pod {
 
 // used reports whether the placement matters for safety: it wants pods or
 // has some.
-func used(pl *Placement) bool { return pl.Replicas > 0 || len(pl.Pods) > 0 }
+func used(pl *Placement) bool { return pl.Replicas > 0 || len(pl.Pods) > 0 || len(pl.Ordinals) > 0 }
 
 func outdated(pl *Placement, pod *Pod) bool {
 	return pl.Revision != "" && !pod.Terminating && pod.Revision != pl.Revision
 }
 
-// needed returns the operation the observed state calls for, or "". A
-// disconnected member's pods are unknown, not missing: they call for
-// nothing until the member is back.
-func (p *planner) needed() v1alpha1.OperationType {
-	var pods, desired int
-	scale, upgrade := false, false
-	for ci := range p.Components {
-		for pi := range p.Components[ci].Placements {
-			pl := &p.Components[ci].Placements[pi]
-			if !pl.Connected {
-				continue
-			}
-			pods += len(pl.Pods)
-			desired += int(pl.Replicas)
-			if len(live(pl)) != int(pl.Replicas) {
-				scale = true
-			}
-			for i := range pl.Pods {
-				if outdated(pl, &pl.Pods[i]) {
-					upgrade = true
-				}
-			}
-		}
-	}
+// sight says why placement pl cannot be trusted for a disruptive step: it
+// is not connected, or its member has not answered within the freshness
+// bound; "" when it can.
+func sight(pl *Placement) string {
 	switch {
-	case pods == 0 && desired > 0:
-		return v1alpha1.OperationInitialize
-	case scale:
-		return v1alpha1.OperationScale
-	case upgrade:
-		return v1alpha1.OperationUpgrade
+	case !pl.Connected:
+		return fmt.Sprintf("member %s is not connected", pl.Member)
+	case !pl.Fresh:
+		return fmt.Sprintf("member %s has not answered within the freshness bound", pl.Member)
 	}
 	return ""
-}
-
-func (p *planner) placement(component, member string) *Placement {
-	for ci := range p.Components {
-		if p.Components[ci].Name != component {
-			continue
-		}
-		for pi := range p.Components[ci].Placements {
-			if p.Components[ci].Placements[pi].Member == member {
-				return &p.Components[ci].Placements[pi]
-			}
-		}
-	}
-	return nil
-}
-
-func findPod(pl *Placement, name string) *Pod {
-	for i := range pl.Pods {
-		if pl.Pods[i].Name == name {
-			return &pl.Pods[i]
-		}
-	}
-	return nil
-}
-
-// ordinals tracks the ordinals in use in one component across members, so
-// that creations take the lowest free one.
-type ordinals map[int]bool
-
-func (p *planner) usedOrdinals(c *Component) ordinals {
-	used := ordinals{}
-	for pi := range c.Placements {
-		for _, pod := range c.Placements[pi].Pods {
-			used[pod.Ordinal] = true
-		}
-	}
-	return used
-}
-
-func (o ordinals) take() int {
-	for i := 0; ; i++ {
-		if !o[i] {
-			o[i] = true
-			return i
-		}
-	}
-}
-
-// missing returns creations for up to limit (all when limit < 0) missing
-// pods of component c in its connected members, lowest free ordinals first.
-func (p *planner) missing(c *Component, limit int) []PodRef {
-	var out []PodRef
-	free := p.usedOrdinals(c)
-	for pi := range c.Placements {
-		pl := &c.Placements[pi]
-		if !pl.Connected {
-			continue
-		}
-		for n := len(live(pl)); n < int(pl.Replicas); n++ {
-			if limit >= 0 && len(out) >= limit {
-				return out
-			}
-			o := free.take()
-			out = append(out, PodRef{Component: c.Name, Member: pl.Member, Name: PodName(p.Name, c.Name, o), Ordinal: o, Revision: pl.Revision})
-		}
-	}
-	return out
 }
 
 // scope returns component c, or every component when c is nil.
@@ -350,6 +214,8 @@ func (p *planner) blocker(c *Component) (string, time.Duration) {
 				switch {
 				case pods[i].Terminating:
 					return fmt.Sprintf("pod %s in %s is terminating", pods[i].Name, pl.Member), 0
+				case pods[i].Failed:
+					return fmt.Sprintf("pod %s in %s failed", pods[i].Name, pl.Member), 0
 				case left > 0:
 					return fmt.Sprintf("pod %s in %s is Ready but not yet for minReadySeconds", pods[i].Name, pl.Member), left
 				default:
@@ -365,12 +231,23 @@ func (p *planner) blocker(c *Component) (string, time.Duration) {
 }
 
 // mayDisrupt reports whether victim may be deleted now, and if not, why.
-// A deletion is allowed when the federation is fully available, or when the
-// victim is itself unavailable (deleting it cannot lower availability) and
-// nothing else is under way: no pod terminating, every member connected.
+// Every member in use must be connected and must have answered within the
+// freshness bound: a pod is never deleted on the word of a member that may
+// have stopped answering. Then the deletion is allowed when the federation
+// is fully available, or when the victim is itself unavailable (deleting
+// it cannot lower availability) and nothing else is under way: no pod
+// terminating.
 func (p *planner) mayDisrupt(victim *Pod) (string, time.Duration) {
 	if p.Paused {
 		return "paused: no pod is deleted", 0
+	}
+	for ci := range p.Components {
+		for pi := range p.Components[ci].Placements {
+			pl := &p.Components[ci].Placements[pi]
+			if why := sight(pl); used(pl) && why != "" {
+				return why, 0
+			}
+		}
 	}
 	why, left := p.blocker(nil)
 	if why == "" {
@@ -382,9 +259,6 @@ func (p *planner) mayDisrupt(victim *Pod) (string, time.Duration) {
 	for ci := range p.Components {
 		for pi := range p.Components[ci].Placements {
 			pl := &p.Components[ci].Placements[pi]
-			if used(pl) && !pl.Connected {
-				return fmt.Sprintf("member %s is not connected", pl.Member), 0
-			}
 			for _, pod := range pl.Pods {
 				if pod.Terminating {
 					return fmt.Sprintf("pod %s in %s is terminating", pod.Name, pl.Member), 0
@@ -393,6 +267,207 @@ func (p *planner) mayDisrupt(victim *Pod) (string, time.Duration) {
 		}
 	}
 	return "", 0
+}
+
+// --- Ordinals: which placement holds which pod identity.
+
+// ordinalRank ranks an ordinal for keeping: a placement that holds more
+// ordinals than it wants keeps those whose pods run, then those being
+// replaced, then those that failed or have no pod; so scaling in removes
+// a pod that is already down before one that is up.
+func ordinalRank(pod *Pod) int {
+	switch {
+	case pod == nil:
+		return 3
+	case pod.Failed:
+		return 2
+	case pod.Terminating:
+		return 1
+	}
+	return 0
+}
+
+// split returns, of the ordinals placement pi of component ci holds, those
+// it keeps (at most its replicas, lowest ordinals among equals) and the
+// surplus, each sorted.
+func (p *planner) split(ci, pi int) (keep, surplus []int) {
+	pl := &p.Components[ci].Placements[pi]
+	byOrdinal := map[int]*Pod{}
+	for i := range pl.Pods {
+		byOrdinal[pl.Pods[i].Ordinal] = &pl.Pods[i]
+	}
+	ordered := slices.Clone(p.owned[ci][pi])
+	slices.SortStableFunc(ordered, func(a, b int) int {
+		if d := ordinalRank(byOrdinal[a]) - ordinalRank(byOrdinal[b]); d != 0 {
+			return d
+		}
+		return a - b
+	})
+	n := min(int(pl.Replicas), len(ordered))
+	keep, surplus = ordered[:n], ordered[n:]
+	slices.Sort(keep)
+	slices.Sort(surplus)
+	return keep, surplus
+}
+
+// keeps reports whether placement pi of component ci holds ordinal o and
+// keeps it.
+func (p *planner) keeps(ci, pi, o int) bool {
+	keep, _ := p.split(ci, pi)
+	return slices.Contains(keep, o)
+}
+
+// allocate hands out a new ordinal to placement pi of component ci, or
+// says why it cannot. Ordinals are handed out from the component's next
+// ordinal up, never again below it, so no pod can take a name that a pod
+// in a member out of sight may hold. Past MaxOrdinal, the lowest ordinal
+// no placement holds is taken, and only while every placement can be
+// seen.
+func (p *planner) allocate(ci, pi int) (int, string) {
+	c := &p.Components[ci]
+	if !p.nextKnown[ci] {
+		return 0, fmt.Sprintf("no new pod of component %s until every member that may hold its pods is connected: status does not record its ordinals", c.Name)
+	}
+	o := p.next[ci]
+	if o > MaxOrdinal {
+		if !allConnected(c) {
+			return 0, fmt.Sprintf("component %s has used every ordinal; a free one is taken only while every member is connected", c.Name)
+		}
+		held := map[int]bool{}
+		for _, set := range p.owned[ci] {
+			for _, x := range set {
+				held[x] = true
+			}
+		}
+		for o = 0; held[o]; o++ {
+		}
+		if o > MaxOrdinal {
+			return 0, fmt.Sprintf("component %s holds every ordinal", c.Name)
+		}
+	} else {
+		p.next[ci]++
+	}
+	set := append(p.owned[ci][pi], o)
+	slices.Sort(set)
+	p.owned[ci][pi] = set
+	return o, ""
+}
+
+// missing returns creations for component ci: the pods of the ordinals its
+// connected placements keep but show no pod for (deleted by someone else,
+// replaced, or just handed out), and, when grow, new ordinals for every
+// placement short of its replicas. A reason is returned when new ordinals
+// cannot be handed out.
+func (p *planner) missing(ci int, grow bool) ([]PodRef, string) {
+	c := &p.Components[ci]
+	var out []PodRef
+	var blocked string
+	for pi := range c.Placements {
+		pl := &c.Placements[pi]
+		if grow {
+			for len(p.owned[ci][pi]) < int(pl.Replicas) {
+				if _, why := p.allocate(ci, pi); why != "" {
+					blocked = why
+					break
+				}
+			}
+		}
+		if !pl.Connected || pl.Revision == "" {
+			continue
+		}
+		keep, _ := p.split(ci, pi)
+		for _, o := range keep {
+			if findOrdinal(pl, o) == nil {
+				out = append(out, PodRef{Component: c.Name, Member: pl.Member, Name: PodName(p.Name, c.Name, o), Ordinal: o, Revision: pl.Revision})
+			}
+		}
+	}
+	return out, blocked
+}
+
+func findPod(pl *Placement, name string) *Pod {
+	for i := range pl.Pods {
+		if pl.Pods[i].Name == name {
+			return &pl.Pods[i]
+		}
+	}
+	return nil
+}
+
+func findOrdinal(pl *Placement, o int) *Pod {
+	for i := range pl.Pods {
+		if pl.Pods[i].Ordinal == o {
+			return &pl.Pods[i]
+		}
+	}
+	return nil
+}
+
+func (p *planner) placementIndex(component, member string) (int, int) {
+	for ci := range p.Components {
+		if p.Components[ci].Name != component {
+			continue
+		}
+		for pi := range p.Components[ci].Placements {
+			if p.Components[ci].Placements[pi].Member == member {
+				return ci, pi
+			}
+		}
+	}
+	return -1, -1
+}
+
+// --- Which operation, and its steps.
+
+// needed returns the operation the observed state calls for, or "". A
+// disconnected member's pods are unknown, not missing: they call for
+// nothing until the member is back.
+func (p *planner) needed() v1alpha1.OperationType {
+	var pods, owned, desired int
+	scale, upgrade := false, false
+	for ci := range p.Components {
+		for pi := range p.Components[ci].Placements {
+			pl := &p.Components[ci].Placements[pi]
+			owned += len(p.owned[ci][pi])
+			if !pl.Connected {
+				continue
+			}
+			pods += len(pl.Pods)
+			desired += int(pl.Replicas)
+			// Pods to add (new ordinals, or ordinals kept without a pod)
+			// or to remove call for a scale. A failed pod does not: it is
+			// replaced as a repair (Plan.Replace), whatever operation runs.
+			// Nor does a surplus ordinal without a pod: it is let go.
+			keep, surplus := p.split(ci, pi)
+			if len(keep) != int(pl.Replicas) {
+				scale = true
+			}
+			for _, o := range keep {
+				if findOrdinal(pl, o) == nil {
+					scale = true
+				}
+			}
+			for _, o := range surplus {
+				if findOrdinal(pl, o) != nil {
+					scale = true
+				}
+			}
+			for i := range pl.Pods {
+				if outdated(pl, &pl.Pods[i]) && !pl.Pods[i].Failed {
+					upgrade = true
+				}
+			}
+		}
+	}
+	switch {
+	case pods == 0 && owned == 0 && desired > 0:
+		return v1alpha1.OperationInitialize
+	case scale:
+		return v1alpha1.OperationScale
+	case upgrade:
+		return v1alpha1.OperationUpgrade
+	}
+	return ""
 }
 
 func wait(op *v1alpha1.Operation, why string, after time.Duration) Plan {
@@ -409,14 +484,19 @@ func ref(component, member string, pod *Pod) *PodRef {
 	return &PodRef{Component: component, Member: member, Name: pod.Name, Ordinal: pod.Ordinal, UID: pod.UID, Revision: pod.Revision}
 }
 
-// initialize creates each component's missing pods at once, in spec order,
-// and waits for a component to be available before the next.
+// initialize creates each component's pods at once, in spec order, and
+// waits for a component to be available before the next. Ordinals are
+// handed out in topology order.
 func (p *planner) initialize(op *v1alpha1.Operation) Plan {
 	for ci := range p.Components {
 		c := &p.Components[ci]
 		op.Component, op.Member, op.Pod, op.PodUID = c.Name, "", "", ""
-		if creates := p.missing(c, -1); len(creates) > 0 {
+		creates, blocked := p.missing(ci, true)
+		if len(creates) > 0 {
 			return Plan{Operation: op, Create: creates, Message: fmt.Sprintf("creating %d pods of component %s", len(creates), c.Name)}
+		}
+		if blocked != "" {
+			return wait(op, blocked, 0)
 		}
 		if why, left := p.blocker(c); why != "" {
 			return wait(op, why, left)
@@ -425,50 +505,83 @@ func (p *planner) initialize(op *v1alpha1.Operation) Plan {
 	return Plan{Message: "initialized: every component's pods are available"}
 }
 
+// drop drops the step op names without taking it, for why.
+func (p *planner) drop(op *v1alpha1.Operation, why string) {
+	p.dropped = fmt.Sprintf("step on pod %s in %s dropped: %s", op.Pod, op.Member, why)
+	op.Pod, op.PodUID, op.TargetRevision = "", "", ""
+}
+
+// recheck says why the deletion of pod, recorded in op, may not be taken
+// now, or "". A recorded deletion that has not been seen to happen is
+// taken again only if it passes the checks of a new step: the pod must
+// still be outdated (an upgrade) or surplus (a scale-in), and the health
+// gate must allow it.
+func (p *planner) recheck(op *v1alpha1.Operation, ci, pi int, pod *Pod) (string, time.Duration) {
+	pl := &p.Components[ci].Placements[pi]
+	switch {
+	case op.Type == v1alpha1.OperationUpgrade && !outdated(pl, pod):
+		return fmt.Sprintf("pod %s is no longer outdated", pod.Name), 0
+	case op.Type == v1alpha1.OperationScale:
+		if _, surplus := p.split(ci, pi); !slices.Contains(surplus, pod.Ordinal) {
+			return fmt.Sprintf("pod %s is no longer surplus", pod.Name), 0
+		}
+	case op.Type == v1alpha1.OperationInitialize:
+		return "initialization deletes nothing", 0
+	}
+	if pod.Failed {
+		return fmt.Sprintf("pod %s failed; it is replaced as such", pod.Name), 0
+	}
+	return p.mayDisrupt(pod)
+}
+
 // inFlight handles the pod named by op.Pod. It returns a plan while the step
 // is still under way, or nil (with op.Pod cleared and completed set) when
-// the step is done and the next one may be chosen.
+// the step is done, moot or dropped, and the next one may be chosen.
 func (p *planner) inFlight(op *v1alpha1.Operation, completed *Plan) *Plan {
 	if op.Pod == "" {
 		return nil
 	}
-	pl := p.placement(op.Component, op.Member)
-	if pl == nil {
+	ci, pi := p.placementIndex(op.Component, op.Member)
+	ordinal, named := ParseOrdinal(p.Name, op.Component, op.Pod)
+	if ci < 0 || !named {
 		// The topology no longer has this placement: the step is moot.
 		op.Pod, op.PodUID = "", ""
 		return nil
+	}
+	pl := &p.Components[ci].Placements[pi]
+	if !pl.Connected {
+		return waiting(op, fmt.Sprintf("member %s is not connected", pl.Member), 0)
 	}
 	pod := findPod(pl, op.Pod)
 	removal := op.Type == v1alpha1.OperationScale && op.PodUID != ""
 	switch {
 	case pod != nil && op.PodUID != "" && pod.UID == op.PodUID:
 		// The old instance is still there: its deletion was acknowledged
-		// but not yet observed. Repeat it (same UID precondition).
+		// but not seen to happen. Take it again only if it would be taken
+		// as a new step, with the same UID precondition.
 		if pod.Terminating {
 			return waiting(op, fmt.Sprintf("pod %s in %s is terminating", pod.Name, pl.Member), 0)
 		}
-		if !pl.Connected {
-			return waiting(op, fmt.Sprintf("member %s is not connected", pl.Member), 0)
-		}
-		if p.Paused {
-			return waiting(op, "paused: no pod is deleted", 0)
+		if why, _ := p.recheck(op, ci, pi, pod); why != "" {
+			p.drop(op, why)
+			return nil
 		}
 		return &Plan{Operation: op, Delete: ref(op.Component, pl.Member, pod), Message: fmt.Sprintf("deleting pod %s in %s", pod.Name, pl.Member)}
 	case removal:
-		// Scale-in: the old instance is gone.
-		*completed = Plan{Completed: &PodRef{Component: op.Component, Member: op.Member, Name: op.Pod, UID: op.PodUID}, CompletedAt: p.Now}
+		// Scale-in: the old instance is gone, as a member that answers
+		// says.
+		if !pl.Fresh {
+			return waiting(op, fmt.Sprintf("member %s has not answered within the freshness bound: the removal of pod %s is not confirmed", pl.Member, op.Pod), 0)
+		}
+		*completed = Plan{Completed: &PodRef{Component: op.Component, Member: op.Member, Name: op.Pod, Ordinal: ordinal, UID: op.PodUID}, CompletedAt: p.Now}
 		op.Pod, op.PodUID = "", ""
 		return nil
 	case pod == nil:
-		if op.Type == v1alpha1.OperationScale && len(live(pl)) >= int(pl.Replicas) {
-			// Scaled back before the pod was created: nothing to do.
-			op.Pod = ""
+		if !p.keeps(ci, pi, ordinal) {
+			// Scaled back before the pod came: nothing to do.
+			op.Pod, op.PodUID = "", ""
 			return nil
 		}
-		if !pl.Connected {
-			return waiting(op, fmt.Sprintf("member %s is not connected", pl.Member), 0)
-		}
-		ordinal, _ := ParseOrdinal(p.Name, op.Component, op.Pod)
 		op.TargetRevision = pl.Revision
 		return &Plan{
 			Operation: op,
@@ -477,9 +590,22 @@ func (p *planner) inFlight(op *v1alpha1.Operation, completed *Plan) *Plan {
 		}
 	case pod.Terminating:
 		return waiting(op, fmt.Sprintf("pod %s in %s is terminating", pod.Name, pl.Member), 0)
+	case pod.Failed:
+		return waiting(op, fmt.Sprintf("pod %s in %s failed and is being replaced", pod.Name, pl.Member), 0)
 	}
+	// pod is the replacement, or the new pod of a scale-out.
 	if ok, left := p.available(pod); !ok {
+		if outdated(pl, pod) {
+			// The spec moved on while this pod was not available: it is
+			// down and outdated, so replacing it costs nothing. Do not
+			// wait for it to come up (kubernetes#67250).
+			p.drop(op, fmt.Sprintf("pod %s is outdated and not available", pod.Name))
+			return nil
+		}
 		return waiting(op, fmt.Sprintf("pod %s in %s to become available", pod.Name, pl.Member), left)
+	}
+	if !pl.Fresh {
+		return waiting(op, fmt.Sprintf("member %s has not answered within the freshness bound: pod %s is not confirmed available", pl.Member, pod.Name), 0)
 	}
 	*completed = Plan{Completed: ref(op.Component, pl.Member, pod), CompletedAt: p.availableSince(pod)}
 	op.Pod, op.PodUID = "", ""
@@ -492,30 +618,44 @@ func withCompleted(plan Plan, done Plan) Plan {
 	return plan
 }
 
-// scale brings every placement to its replicas, one pod at a time. Missing
-// pods come first, created at the lowest free ordinal and each waited for
-// until available: capacity is added before any is taken away, so a
-// scale-in never waits on a shortfall that only a later scale-out would
-// fill. Then surplus pods are deleted, highest ordinal first, each waited
-// for until gone.
+// scale brings every placement to its replicas, one pod at a time. Pods of
+// ordinals a placement keeps but does not show come back first, under
+// their names, all at once (they are down already). New pods come next,
+// each at a new ordinal and each waited for until available: capacity is
+// added before any is taken away, so a scale-in never waits on a shortfall
+// that only a later scale-out would fill. Then surplus pods are deleted,
+// highest ordinal first, each waited for until gone.
 func (p *planner) scale(op *v1alpha1.Operation) Plan {
 	var done Plan
 	if plan := p.inFlight(op, &done); plan != nil {
 		return *plan
+	}
+	var creates []PodRef
+	for ci := range p.Components {
+		c, _ := p.missing(ci, false)
+		creates = append(creates, c...)
+	}
+	if len(creates) > 0 {
+		op.Member, op.Pod, op.PodUID = "", "", ""
+		return withCompleted(Plan{Operation: op, Create: creates, Message: fmt.Sprintf("creating %d missing pods under their names", len(creates))}, done)
 	}
 	var unreachable []string
 	for ci := range p.Components {
 		c := &p.Components[ci]
 		for pi := range c.Placements {
 			pl := &c.Placements[pi]
-			if len(live(pl)) >= int(pl.Replicas) {
+			if len(p.owned[ci][pi]) >= int(pl.Replicas) {
 				continue
 			}
 			if !pl.Connected {
 				unreachable = append(unreachable, pl.Member)
 				continue
 			}
-			o := p.usedOrdinals(c).take()
+			o, why := p.allocate(ci, pi)
+			if why != "" {
+				op.Component = c.Name
+				return withCompleted(wait(op, why, 0), done)
+			}
 			create := PodRef{Component: c.Name, Member: pl.Member, Name: PodName(p.Name, c.Name, o), Ordinal: o, Revision: pl.Revision}
 			op.Component, op.Member, op.Pod, op.PodUID, op.TargetRevision = c.Name, pl.Member, create.Name, "", pl.Revision
 			return withCompleted(Plan{Operation: op, Create: []PodRef{create},
@@ -526,11 +666,20 @@ func (p *planner) scale(op *v1alpha1.Operation) Plan {
 		c := &p.Components[ci]
 		for pi := range c.Placements {
 			pl := &c.Placements[pi]
-			pods := live(pl)
-			if len(pods) <= int(pl.Replicas) {
+			if !pl.Connected {
 				continue
 			}
-			victim := slices.MaxFunc(pods, func(a, b *Pod) int { return a.Ordinal - b.Ordinal })
+			_, surplus := p.split(ci, pi)
+			var victim *Pod
+			for _, o := range slices.Backward(surplus) {
+				if pod := findOrdinal(pl, o); pod != nil && !pod.Terminating && !pod.Failed {
+					victim = pod
+					break
+				}
+			}
+			if victim == nil {
+				continue
+			}
 			op.Component, op.Member = c.Name, pl.Member
 			if why, left := p.mayDisrupt(victim); why != "" {
 				return withCompleted(wait(op, why, left), done)
@@ -541,7 +690,7 @@ func (p *planner) scale(op *v1alpha1.Operation) Plan {
 		}
 	}
 	if len(unreachable) > 0 {
-		return withCompleted(wait(op, fmt.Sprintf("member %s is not connected", strings.Join(unreachable, ", ")), 0), done)
+		return withCompleted(wait(op, fmt.Sprintf("member %s is not connected", strings.Join(slices.Compact(unreachable), ", ")), 0), done)
 	}
 	return withCompleted(Plan{Message: "scaled: every placement has its replicas"}, done)
 }
@@ -556,11 +705,19 @@ func (p *planner) upgrade(op *v1alpha1.Operation) Plan {
 		return *plan
 	}
 	var creates []PodRef
+	var blocked string
 	for ci := range p.Components {
-		creates = append(creates, p.missing(&p.Components[ci], -1)...)
+		c, why := p.missing(ci, true)
+		creates = append(creates, c...)
+		if blocked == "" {
+			blocked = why
+		}
 	}
 	if len(creates) > 0 {
 		return withCompleted(Plan{Operation: op, Create: creates, Message: fmt.Sprintf("creating %d missing pods", len(creates))}, done)
+	}
+	if blocked != "" {
+		return withCompleted(wait(op, blocked, 0), done)
 	}
 	for ci := range p.Components {
 		c := &p.Components[ci]
@@ -588,7 +745,8 @@ func (p *planner) upgrade(op *v1alpha1.Operation) Plan {
 // topology order, starting after op.Member when the previous step was in
 // this component; within a member, the highest ordinal goes first. An
 // outdated pod that is already unavailable goes before the others: replacing
-// it costs no availability.
+// it costs no availability. Failed pods are not victims: they are replaced
+// as failed pods (Plan.Replace).
 func (p *planner) nextVictim(c *Component, op *v1alpha1.Operation) (*Placement, *Pod) {
 	n := len(c.Placements)
 	start := 0
@@ -604,10 +762,13 @@ func (p *planner) nextVictim(c *Component, op *v1alpha1.Operation) (*Placement, 
 	var first *Pod
 	for k := range n {
 		pl := &c.Placements[(start+k)%n]
+		if !pl.Connected {
+			continue
+		}
 		var best *Pod
 		for i := range pl.Pods {
 			pod := &pl.Pods[i]
-			if !outdated(pl, pod) {
+			if !outdated(pl, pod) || pod.Failed {
 				continue
 			}
 			if ok, _ := p.available(pod); !ok {
@@ -622,4 +783,101 @@ func (p *planner) nextVictim(c *Component, op *v1alpha1.Operation) (*Placement, 
 		}
 	}
 	return firstPl, first
+}
+
+// --- What every plan carries besides its step.
+
+// finish adds to plan what does not depend on the step: failed pods to
+// replace, the ordinals status must record, the pod stuck past the
+// progress deadline, and why a recorded step was dropped.
+func (p *planner) finish(plan *Plan) {
+	if !p.Paused {
+		for ci := range p.Components {
+			c := &p.Components[ci]
+			for pi := range c.Placements {
+				pl := &c.Placements[pi]
+				if !pl.Connected {
+					continue
+				}
+				for i := range pl.Pods {
+					if pod := &pl.Pods[i]; pod.Failed && !pod.Terminating && pod.UID != "" {
+						plan.Replace = append(plan.Replace, *ref(c.Name, pl.Member, pod))
+					}
+				}
+			}
+		}
+	}
+	if len(plan.Replace) > 0 {
+		var names []string
+		for _, r := range plan.Replace {
+			names = append(names, fmt.Sprintf("%s in %s", r.Name, r.Member))
+		}
+		plan.Message = fmt.Sprintf("replacing failed pod %s; %s", strings.Join(names, ", "), plan.Message)
+	}
+	if p.dropped != "" {
+		plan.Dropped = p.dropped
+		plan.Message = p.dropped + "; " + plan.Message
+	}
+	p.recordOrdinals(plan)
+	p.deadline(plan)
+}
+
+// recordOrdinals fills plan.Ordinals: what each placement holds after this
+// plan. A connected placement lets go of the surplus ordinals it shows no
+// pod for (removed by a scale-in, or never recreated).
+func (p *planner) recordOrdinals(plan *Plan) {
+	for ci := range p.Components {
+		c := &p.Components[ci]
+		co := ComponentOrdinals{Component: c.Name, NextOrdinal: p.next[ci], Placements: map[string][]int{}}
+		for pi := range c.Placements {
+			pl := &c.Placements[pi]
+			set := p.owned[ci][pi]
+			if pl.Connected {
+				_, surplus := p.split(ci, pi)
+				set = slices.DeleteFunc(slices.Clone(set), func(o int) bool {
+					return slices.Contains(surplus, o) && findOrdinal(pl, o) == nil
+				})
+			}
+			if len(set) > 0 {
+				co.Placements[pl.Member] = set
+			}
+		}
+		plan.Ordinals = append(plan.Ordinals, co)
+	}
+}
+
+// deadline names, when spec.progressDeadlineSeconds is set, the first pod
+// (spec order) that has not been available for longer than it, counted
+// from its creation or its last Ready transition, whichever is later; and
+// asks to be woken when the next pod would reach it.
+func (p *planner) deadline(plan *Plan) {
+	if p.ProgressDeadline <= 0 {
+		return
+	}
+	for ci := range p.Components {
+		c := &p.Components[ci]
+		for pi := range c.Placements {
+			pl := &c.Placements[pi]
+			if !pl.Connected {
+				continue
+			}
+			for i := range pl.Pods {
+				pod := &pl.Pods[i]
+				if ok, _ := p.available(pod); ok || pod.Terminating || pod.UID == "" {
+					continue
+				}
+				since := pod.Created
+				if pod.ReadySince.After(since) {
+					since = pod.ReadySince
+				}
+				left := since.Add(p.ProgressDeadline).Sub(p.Now)
+				switch {
+				case left <= 0 && plan.Stuck == nil:
+					plan.Stuck, plan.StuckFor = ref(c.Name, pl.Member, pod), p.Now.Sub(since)
+				case left > 0 && (plan.RequeueAfter == 0 || left < plan.RequeueAfter):
+					plan.RequeueAfter = left
+				}
+			}
+		}
+	}
 }

@@ -63,6 +63,13 @@ func TestNext(t *testing.T) {
 			}
 			assert.Contains(t, plan.Message, tc.WantMessage)
 			assert.Equal(t, tc.WantAfter, plan.RequeueAfter)
+			assert.Equal(t, tc.WantReplace, rollouttest.Names(plan.Replace), "failed pods replaced")
+			if tc.WantStuck == "" {
+				assert.Nil(t, plan.Stuck, "no pod past the progress deadline expected")
+			} else if assert.NotNil(t, plan.Stuck, "a pod past the progress deadline expected") {
+				assert.Equal(t, tc.WantStuck, plan.Stuck.Member+"/"+plan.Stuck.Name)
+			}
+			assertOrdinalsUnique(t, plan)
 		})
 	}
 }
@@ -94,9 +101,52 @@ func ExampleNext() {
 		Name: "demo",
 		Now:  rollouttest.T0,
 		Components: []rollout.Component{{Name: "pd", Placements: []rollout.Placement{
-			{Member: "k8s-a", Replicas: 1, Revision: "new", Connected: true, Pods: []rollout.Pod{{Name: "demo-pd-0", UID: "u0", Revision: "old", Ready: true}}},
+			{Member: "k8s-a", Replicas: 1, Revision: "new", Connected: true, Fresh: true, Pods: []rollout.Pod{{Name: "demo-pd-0", UID: "u0", Revision: "old", Ready: true}}},
 		}}},
 	})
 	fmt.Println(plan.Operation.Type, plan.Delete.Name, plan.Message)
 	// Output: Upgrade demo-pd-0 replacing pod demo-pd-0 in k8s-a
+}
+
+// assertOrdinalsUnique checks what every plan must keep true: no ordinal
+// held by two placements of a component, and none at or above the next.
+func assertOrdinalsUnique(t *testing.T, plan rollout.Plan) {
+	t.Helper()
+	for _, co := range plan.Ordinals {
+		holder := map[int]string{}
+		for member, set := range co.Placements {
+			for _, o := range set {
+				if other, ok := holder[o]; ok {
+					t.Errorf("ordinal %d of %s held by %s and %s", o, co.Component, other, member)
+				}
+				holder[o] = member
+				assert.Less(t, o, max(co.NextOrdinal, rollout.MaxOrdinal+1), "ordinal %d of %s at or above the next", o, co.Component)
+			}
+		}
+	}
+}
+
+func TestOrdinalsFormat(t *testing.T) {
+	for _, tc := range []struct {
+		ordinals []int
+		text     string
+	}{
+		{nil, ""},
+		{[]int{0}, "0"},
+		{[]int{0, 1, 2}, "0-2"},
+		{[]int{0, 1, 2, 5, 7, 8}, "0-2,5,7-8"},
+		{[]int{3, 99999}, "3,99999"},
+	} {
+		assert.Equal(t, tc.text, rollout.FormatOrdinals(tc.ordinals))
+		got, err := rollout.ParseOrdinals(tc.text)
+		require.NoError(t, err)
+		assert.Equal(t, tc.ordinals, got)
+	}
+	got, err := rollout.ParseOrdinals("5,1-2,2")
+	require.NoError(t, err)
+	assert.Equal(t, []int{1, 2, 5}, got, "sorted, duplicates dropped")
+	for _, bad := range []string{"x", "1-", "-1", "3-1", "100000", "1,,2"} {
+		_, err := rollout.ParseOrdinals(bad)
+		assert.Error(t, err, "%q", bad)
+	}
 }

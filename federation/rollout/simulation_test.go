@@ -25,6 +25,8 @@ type world struct {
 	history    [][]Component // history[i] is the pods as they were at tick i
 	components []Component   // now; Pods mutated in place
 	op         *v1alpha1.Operation
+	// ordinals is what status records of the ordinals, written with op.
+	ordinals   []ComponentOrdinals
 	cacheTick  int
 	uid        int
 	deletions  []string // member/pod, in order
@@ -51,19 +53,36 @@ func (w *world) snapshot() {
 }
 
 // observe returns the cache's view: the pods at some recent tick, with the
-// desired state (replicas, revisions, connectivity) of now.
+// desired state (replicas, revisions, connectivity) of now and the ordinals
+// status records.
 func (w *world) observe() []Component {
 	w.cacheTick = max(w.cacheTick, w.tick-w.rng.IntN(3))
 	seen := w.history[w.cacheTick]
 	out := make([]Component, len(w.components))
 	for i, c := range w.components {
 		out[i] = Component{Name: c.Name}
+		for _, co := range w.ordinals {
+			if co.Component == c.Name {
+				out[i].NextOrdinal = co.NextOrdinal
+			}
+		}
 		for j, pl := range c.Placements {
 			pl.Pods = slices.Clone(seen[i].Placements[j].Pods)
+			pl.Fresh = pl.Connected
+			for _, co := range w.ordinals {
+				if co.Component == c.Name {
+					pl.Ordinals = slices.Clone(co.Placements[pl.Member])
+				}
+			}
 			out[i].Placements = append(out[i].Placements, pl)
 		}
 	}
 	return out
+}
+
+// state is what a reconcile reads now.
+func (w *world) state() State {
+	return State{Name: "demo", Components: w.observe(), Operation: w.op, Now: time.Unix(int64(w.tick), 0), OrdinalsRecorded: true}
 }
 
 func (w *world) placement(member, component string) *Placement {
@@ -83,11 +102,11 @@ func (w *world) placement(member, component string) *Placement {
 // reconcile runs one reconcile: plan, write the operation (acknowledge),
 // act. It may crash before the write or between the write and the action.
 func (w *world) reconcile(t *testing.T) {
-	plan := Next(State{Name: "demo", Components: w.observe(), Operation: w.op, Now: time.Unix(int64(w.tick), 0)})
+	plan := Next(w.state())
 	if w.rng.IntN(10) == 0 {
 		return // crashed before acknowledging
 	}
-	w.op = plan.Operation
+	w.op, w.ordinals = plan.Operation, plan.Ordinals
 	if w.rng.IntN(10) == 0 {
 		return // crashed after acknowledging, before acting
 	}
@@ -193,14 +212,14 @@ func (w *world) run(t *testing.T, limit int) {
 	for i := 0; i < limit; i++ {
 		if w.settled() {
 			// One more reconcile must agree that nothing is left to do.
-			plan := Next(State{Name: "demo", Components: w.observe(), Operation: w.op, Now: time.Unix(int64(w.tick), 0)})
+			plan := Next(w.state())
 			if plan.Operation == nil && len(plan.Create) == 0 && plan.Delete == nil {
 				return
 			}
 		}
 		w.step(t)
 	}
-	plan := Next(State{Name: "demo", Components: w.observe(), Operation: w.op, Now: time.Unix(int64(w.tick), 0)})
+	plan := Next(w.state())
 	t.Fatalf("not settled after %d ticks: op %+v; plan %+v; world %+v", limit, w.op, plan, w.components)
 }
 

@@ -29,14 +29,23 @@ func Pods(c, rev string, ordinals ...int) []rollout.Pod {
 	return out
 }
 
-// Placement returns a connected placement in member.
+// Placement returns a connected, fresh placement in member.
 func Placement(member string, replicas int32, rev string, ps ...rollout.Pod) rollout.Placement {
-	return rollout.Placement{Member: member, Replicas: replicas, Revision: rev, Connected: true, Pods: ps}
+	return rollout.Placement{Member: member, Replicas: replicas, Revision: rev, Connected: true, Fresh: true, Pods: ps}
+}
+
+// Holding returns pl recorded as holding ordinals besides those of its
+// pods, as status records them.
+func Holding(pl rollout.Placement, ordinals ...int) rollout.Placement {
+	pl.Ordinals = append(pl.Ordinals, ordinals...)
+	return pl
 }
 
 // State returns the state of FederationCluster "demo" at T0 holding op.
+// Its ordinals are recorded: a placement holds what its pods show, plus
+// what a case adds to Placement.Ordinals.
 func State(op *v1alpha1.Operation, cs ...rollout.Component) rollout.State {
-	return rollout.State{Name: "demo", Components: cs, Operation: op, Now: T0}
+	return rollout.State{Name: "demo", Components: cs, Operation: op, Now: T0, OrdinalsRecorded: true}
 }
 
 // Op returns an operation taken a minute before T0.

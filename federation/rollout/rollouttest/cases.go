@@ -24,13 +24,47 @@ type Case struct {
 	WantMessage string
 	// WantAfter is the plan's RequeueAfter.
 	WantAfter time.Duration
+	// WantReplace lists the failed pods to replace as member/pod.
+	WantReplace []string
+	// WantStuck is the pod past the progress deadline as member/pod.
+	WantStuck string
 }
 
 func notReady(ps []rollout.Pod, i int) []rollout.Pod { ps[i].Ready = false; return ps }
 
 func terminating(ps []rollout.Pod, i int) []rollout.Pod { ps[i].Terminating = true; return ps }
 
-func disconnected(pl rollout.Placement) rollout.Placement { pl.Connected = false; return pl }
+func failed(ps []rollout.Pod, i int) []rollout.Pod {
+	ps[i].Failed, ps[i].Ready = true, false
+	return ps
+}
+
+// created sets every pod's creation time, and makes a not Ready pod's
+// Ready condition as old.
+func created(ps []rollout.Pod, at time.Time) []rollout.Pod {
+	for i := range ps {
+		ps[i].Created = at
+		if !ps[i].Ready {
+			ps[i].ReadySince = at
+		}
+	}
+	return ps
+}
+
+// stale is pl in a member that has not answered within the freshness
+// bound: still connected, its pods as last seen.
+func stale(pl rollout.Placement) rollout.Placement { pl.Fresh = false; return pl }
+
+// disconnected is pl out of sight: not connected, and its pods unknown
+// (the planner is never shown a disconnected member's pods; what it holds
+// is in Ordinals).
+func disconnected(pl rollout.Placement) rollout.Placement {
+	for _, pod := range pl.Pods {
+		pl.Ordinals = append(pl.Ordinals, pod.Ordinal)
+	}
+	pl.Connected, pl.Fresh, pl.Pods = false, false, nil
+	return pl
+}
 
 // Cases returns the planner's decision table, fresh on every call (the
 // states are not shared between callers).
@@ -140,14 +174,14 @@ func Cases() []Case {
 		{
 			Name: "the old instance gone: recreate it with the same name at the update revision",
 			State: State(Op(v1alpha1.OperationUpgrade, "pd", "a", "demo-pd-1", "demo-pd-1@r1"), rollout.Component{Name: "pd", Placements: []rollout.Placement{
-				Placement("a", 2, "r2", Pods("pd", "r1", 0)...)}}),
+				Holding(Placement("a", 2, "r2", Pods("pd", "r1", 0)...), 0, 1)}}),
 			WantOp:     &v1alpha1.Operation{Type: v1alpha1.OperationUpgrade, Component: "pd", Member: "a", Pod: "demo-pd-1", PodUID: "demo-pd-1@r1", TargetRevision: "r2"},
 			WantCreate: []string{"a/demo-pd-1"},
 		},
 		{
 			Name: "recreated even where a lower ordinal is free: a pod keeps its name",
 			State: State(Op(v1alpha1.OperationUpgrade, "pd", "b", "demo-pd-2", "demo-pd-2@r1"), rollout.Component{Name: "pd", Placements: []rollout.Placement{
-				Placement("a", 1, "r2", Pods("pd", "r1", 0)...), Placement("b", 1, "r2")}}),
+				Placement("a", 1, "r2", Pods("pd", "r1", 0)...), Holding(Placement("b", 1, "r2"), 2)}}),
 			WantOp:     &v1alpha1.Operation{Type: v1alpha1.OperationUpgrade, Component: "pd", Member: "b", Pod: "demo-pd-2", PodUID: "demo-pd-2@r1", TargetRevision: "r2"},
 			WantCreate: []string{"b/demo-pd-2"},
 		},
@@ -219,7 +253,7 @@ func Cases() []Case {
 		{
 			Name: "paused mid-step: the deleted pod is still recreated",
 			State: func() rollout.State {
-				s := State(Op(v1alpha1.OperationUpgrade, "pd", "a", "demo-pd-1", "demo-pd-1@r1"), rollout.Component{Name: "pd", Placements: []rollout.Placement{Placement("a", 2, "r2", Pods("pd", "r1", 0)...)}})
+				s := State(Op(v1alpha1.OperationUpgrade, "pd", "a", "demo-pd-1", "demo-pd-1@r1"), rollout.Component{Name: "pd", Placements: []rollout.Placement{Holding(Placement("a", 2, "r2", Pods("pd", "r1", 0)...), 0, 1)}})
 				s.Paused = true
 				return s
 			}(),
@@ -227,18 +261,21 @@ func Cases() []Case {
 			WantCreate: []string{"a/demo-pd-1"},
 		},
 		{
-			Name: "upgrade first creates missing pods (a replicas increase or a lost pod) before any deletion",
+			Name: "upgrade first creates missing pods (a lost pod under its name, a replicas increase at a new ordinal) before any deletion",
 			State: State(Op(v1alpha1.OperationUpgrade, "pd", "a", "", ""), rollout.Component{Name: "pd", Placements: []rollout.Placement{
-				Placement("a", 2, "r2", Pods("pd", "r1", 0, 1)...), Placement("b", 2, "r2", Pods("pd", "r1", 3)...)}}),
+				Placement("a", 3, "r2", Pods("pd", "r1", 0, 1)...), Holding(Placement("b", 2, "r2", Pods("pd", "r1", 3)...), 2, 3)}}),
 			WantOp:     &v1alpha1.Operation{Type: v1alpha1.OperationUpgrade, Component: "pd", Member: "a"},
-			WantCreate: []string{"b/demo-pd-2"},
+			WantCreate: []string{"a/demo-pd-4", "b/demo-pd-2"},
 		},
 		{
-			Name: "scale-out takes the lowest free ordinal, one pod at a time",
-			State: State(nil, rollout.Component{Name: "pd", Placements: []rollout.Placement{
+			// Ordinals below the next are never handed out again: a member
+			// out of sight, or a claim kept by a scale-in, may still hold
+			// them.
+			Name: "scale-out takes a new ordinal, one pod at a time",
+			State: State(nil, rollout.Component{Name: "pd", NextOrdinal: 5, Placements: []rollout.Placement{
 				Placement("a", 2, "r1", Pods("pd", "r1", 0, 3)...), Placement("b", 3, "r1", Pods("pd", "r1", 4)...)}}),
-			WantOp:     &v1alpha1.Operation{Type: v1alpha1.OperationScale, Component: "pd", Member: "b", Pod: "demo-pd-1", TargetRevision: "r1"},
-			WantCreate: []string{"b/demo-pd-1"},
+			WantOp:     &v1alpha1.Operation{Type: v1alpha1.OperationScale, Component: "pd", Member: "b", Pod: "demo-pd-5", TargetRevision: "r1"},
+			WantCreate: []string{"b/demo-pd-5"},
 		},
 		{
 			Name: "scale-out waits for the new pod to be available",
@@ -325,6 +362,215 @@ func Cases() []Case {
 					Placement("a", 1, "r2", Pods("pd", "r2", 0)...), Placement("b", 1, "r2", Pods("pd", "r2", 1, 2)...)}}),
 			WantOp:     &v1alpha1.Operation{Type: v1alpha1.OperationScale, Component: "pd", Member: "b", Pod: "demo-pd-2", PodUID: "demo-pd-2@r2"},
 			WantDelete: "b/demo-pd-2",
+		},
+		// --- Safe steps, defect 1: a recorded deletion is taken again only
+		// if it passes the checks of a new step; otherwise it is dropped.
+		{
+			Name: "replay: a recorded deletion is dropped while another pod is unavailable",
+			State: State(Op(v1alpha1.OperationUpgrade, "pd", "a", "demo-pd-1", "demo-pd-1@r1"), rollout.Component{Name: "pd", Placements: []rollout.Placement{
+				Placement("a", 2, "r2", Pods("pd", "r1", 0, 1)...), Placement("b", 1, "r2", notReady(Pods("pd", "r1", 2), 0)...)}}),
+			// Dropped, it is planned again: the pod that is down already
+			// is replaced first, which costs no availability.
+			WantOp:      &v1alpha1.Operation{Type: v1alpha1.OperationUpgrade, Component: "pd", Member: "b", Pod: "demo-pd-2", PodUID: "demo-pd-2@r1", TargetRevision: "r2"},
+			WantDelete:  "b/demo-pd-2",
+			WantMessage: "step on pod demo-pd-1 in a dropped: pod demo-pd-2 in b is not Ready",
+		},
+		{
+			Name: "replay: a recorded deletion is dropped while a member is disconnected",
+			State: State(Op(v1alpha1.OperationUpgrade, "pd", "a", "demo-pd-1", "demo-pd-1@r1"), rollout.Component{Name: "pd", Placements: []rollout.Placement{
+				Placement("a", 2, "r2", Pods("pd", "r1", 0, 1)...), disconnected(Placement("b", 1, "r2", Pods("pd", "r1", 2)...))}}),
+			WantOp:      &v1alpha1.Operation{Type: v1alpha1.OperationUpgrade, Component: "pd", Member: "a"},
+			WantMessage: "dropped: member b is not connected",
+		},
+		{
+			Name: "replay: a recorded deletion is dropped when the spec was reverted",
+			State: State(Op(v1alpha1.OperationUpgrade, "pd", "a", "demo-pd-1", "demo-pd-1@r1"), rollout.Component{Name: "pd", Placements: []rollout.Placement{
+				Placement("a", 2, "r1", Pods("pd", "r1", 0, 1)...)}}),
+			WantMessage: "dropped: pod demo-pd-1 is no longer outdated",
+		},
+		{
+			Name: "replay: a recorded scale-in is dropped when the placement was scaled back",
+			State: State(Op(v1alpha1.OperationScale, "pd", "a", "demo-pd-2", "demo-pd-2@r1"), rollout.Component{Name: "pd", Placements: []rollout.Placement{
+				Placement("a", 3, "r1", Pods("pd", "r1", 0, 1, 2)...)}}),
+			WantMessage: "dropped: pod demo-pd-2 is no longer surplus",
+		},
+		{
+			Name: "replay: a recorded deletion is dropped while paused",
+			State: func() rollout.State {
+				s := State(Op(v1alpha1.OperationUpgrade, "pd", "a", "demo-pd-1", "demo-pd-1@r1"), rollout.Component{Name: "pd", Placements: []rollout.Placement{
+					Placement("a", 2, "r2", Pods("pd", "r1", 0, 1)...)}})
+				s.Paused = true
+				return s
+			}(),
+			WantOp:      &v1alpha1.Operation{Type: v1alpha1.OperationUpgrade, Component: "pd", Member: "a"},
+			WantMessage: "dropped: paused",
+		},
+		// --- Defect 2 and Freshness: a member fedop cannot trust blocks
+		// every deletion, and a step there is not done until it answers.
+		{
+			Name: "stale member: a member that has not answered blocks every deletion",
+			State: State(nil, rollout.Component{Name: "pd", Placements: []rollout.Placement{
+				Placement("a", 1, "r2", Pods("pd", "r1", 0)...), stale(Placement("b", 1, "r1", Pods("pd", "r1", 1)...))}}),
+			WantOp:      &v1alpha1.Operation{Type: v1alpha1.OperationUpgrade, Component: "pd"},
+			WantMessage: "member b has not answered within the freshness bound",
+		},
+		{
+			Name: "stale member: missing pods are still created",
+			State: State(nil, rollout.Component{Name: "pd", Placements: []rollout.Placement{
+				Holding(stale(Placement("a", 2, "r1", Pods("pd", "r1", 0)...)), 1), Placement("b", 1, "r1", Pods("pd", "r1", 2)...)}}),
+			WantOp:     &v1alpha1.Operation{Type: v1alpha1.OperationScale},
+			WantCreate: []string{"a/demo-pd-1"},
+		},
+		{
+			Name: "stale member: a replacement Ready in a member that went silent is not counted done",
+			State: State(Op(v1alpha1.OperationUpgrade, "pd", "a", "demo-pd-1", "demo-pd-1@r1"), rollout.Component{Name: "pd", Placements: []rollout.Placement{
+				stale(Placement("a", 2, "r2", append(Pods("pd", "r1", 0), Pods("pd", "r2", 1)...)...)), Placement("b", 1, "r2", Pods("pd", "r1", 2)...)}}),
+			WantOp:      &v1alpha1.Operation{Type: v1alpha1.OperationUpgrade, Component: "pd", Member: "a", Pod: "demo-pd-1", PodUID: "demo-pd-1@r1"},
+			WantMessage: "pod demo-pd-1 is not confirmed available",
+		},
+		// --- Defect 3: a pod deleted or evicted by someone else comes back
+		// under its name, in its member.
+		{
+			Name: "identity: an externally deleted pod is recreated under its name in its member",
+			State: State(nil, rollout.Component{Name: "pd", NextOrdinal: 3, Placements: []rollout.Placement{
+				Holding(Placement("a", 2, "r1", Pods("pd", "r1", 0)...), 0, 1), Placement("b", 1, "r1", Pods("pd", "r1", 2)...)}}),
+			WantOp:     &v1alpha1.Operation{Type: v1alpha1.OperationScale},
+			WantCreate: []string{"a/demo-pd-1"},
+		},
+		{
+			Name: "identity: an externally deleted pod is recreated even during an upgrade, before any deletion",
+			State: State(Op(v1alpha1.OperationUpgrade, "pd", "b", "", ""), rollout.Component{Name: "pd", NextOrdinal: 3, Placements: []rollout.Placement{
+				Holding(Placement("a", 2, "r2", Pods("pd", "r1", 1)...), 0, 1), Placement("b", 1, "r2", Pods("pd", "r2", 2)...)}}),
+			WantOp:     &v1alpha1.Operation{Type: v1alpha1.OperationUpgrade, Component: "pd", Member: "b"},
+			WantCreate: []string{"a/demo-pd-0"},
+		},
+		// --- Defect 4: no ordinal that a member out of sight may hold is
+		// ever handed out again.
+		{
+			Name: "ordinals: a scale-out while a member is partitioned does not reuse its ordinals",
+			State: State(nil, rollout.Component{Name: "pd", NextOrdinal: 3, Placements: []rollout.Placement{
+				Placement("a", 2, "r1", Pods("pd", "r1", 0)...), disconnected(Placement("b", 2, "r1", Pods("pd", "r1", 1, 2)...))}}),
+			WantOp:     &v1alpha1.Operation{Type: v1alpha1.OperationScale, Component: "pd", Member: "a", Pod: "demo-pd-3", TargetRevision: "r1"},
+			WantCreate: []string{"a/demo-pd-3"},
+		},
+		{
+			Name: "ordinals: without a record, no new ordinal while a member that may hold pods is out of sight",
+			State: func() rollout.State {
+				s := State(nil, rollout.Component{Name: "pd", Placements: []rollout.Placement{
+					Placement("a", 2, "r1", Pods("pd", "r1", 0)...), disconnected(Placement("b", 1, "r1"))}})
+				s.OrdinalsRecorded = false
+				return s
+			}(),
+			WantOp:      &v1alpha1.Operation{Type: v1alpha1.OperationScale, Component: "pd"},
+			WantMessage: "until every member that may hold its pods is connected",
+		},
+		{
+			Name: "ordinals: initialization with a member down hands out its ordinals too, in topology order",
+			State: State(nil,
+				rollout.Component{Name: "pd", Placements: []rollout.Placement{disconnected(Placement("a", 1, "r1")), Placement("b", 2, "r1")}}),
+			WantOp:     &v1alpha1.Operation{Type: v1alpha1.OperationInitialize, Component: "pd"},
+			WantCreate: []string{"b/demo-pd-1", "b/demo-pd-2"},
+		},
+		{
+			Name: "ordinals: past the largest ordinal, the lowest one nobody holds is taken while everything is in sight",
+			State: State(nil, rollout.Component{Name: "pd", NextOrdinal: rollout.MaxOrdinal + 1, Placements: []rollout.Placement{
+				Placement("a", 2, "r1", Pods("pd", "r1", 0)...), Placement("b", 2, "r1", Pods("pd", "r1", 1, 3)...)}}),
+			WantOp:     &v1alpha1.Operation{Type: v1alpha1.OperationScale, Component: "pd", Member: "a", Pod: "demo-pd-2", TargetRevision: "r1"},
+			WantCreate: []string{"a/demo-pd-2"},
+		},
+		{
+			Name: "ordinals: a scale-in lets go of an ordinal whose pod is gone before deleting one that runs",
+			State: State(nil, rollout.Component{Name: "pd", NextOrdinal: 3, Placements: []rollout.Placement{
+				Holding(Placement("a", 2, "r1", Pods("pd", "r1", 0, 2)...), 1)}}),
+			WantMessage: "every pod is at its update revision and available",
+		},
+		// --- Defect 5: failed pods are replaced under their names, outside
+		// the one-disruption budget.
+		{
+			Name: "failed pod: a pod in phase Failed is deleted to come back under its name",
+			State: State(nil, rollout.Component{Name: "pd", Placements: []rollout.Placement{
+				Placement("a", 2, "r1", failed(Pods("pd", "r1", 0, 1), 1)...)}}),
+			WantReplace: []string{"a/demo-pd-1"},
+			WantMessage: "replacing failed pod demo-pd-1 in a",
+		},
+		{
+			Name: "failed pod: replaced while an upgrade step is in flight, which still waits",
+			State: State(Op(v1alpha1.OperationUpgrade, "pd", "a", "demo-pd-1", "demo-pd-1@r1"), rollout.Component{Name: "pd", Placements: []rollout.Placement{
+				Placement("a", 2, "r2", append(notReady(Pods("pd", "r2", 1), 0), Pods("pd", "r1", 0)...)...), Placement("b", 1, "r2", failed(Pods("pd", "r1", 2), 0)...)}}),
+			WantOp:      &v1alpha1.Operation{Type: v1alpha1.OperationUpgrade, Component: "pd", Member: "a", Pod: "demo-pd-1", PodUID: "demo-pd-1@r1"},
+			WantReplace: []string{"b/demo-pd-2"},
+			WantMessage: "demo-pd-1 in a to become available",
+		},
+		{
+			Name: "failed pod: not replaced while paused",
+			State: func() rollout.State {
+				s := State(nil, rollout.Component{Name: "pd", Placements: []rollout.Placement{
+					Placement("a", 2, "r1", failed(Pods("pd", "r1", 0, 1), 1)...)}})
+				s.Paused = true
+				return s
+			}(),
+		},
+		// --- Defect 6: a scale-in step is done only when its pod is seen
+		// gone by a member that answers.
+		{
+			Name: "scale-in done: not while the member has not answered",
+			State: State(Op(v1alpha1.OperationScale, "pd", "a", "demo-pd-2", "demo-pd-2@r1"), rollout.Component{Name: "pd", Placements: []rollout.Placement{
+				stale(Placement("a", 1, "r1", Pods("pd", "r1", 0, 1)...)), Placement("b", 1, "r1", Pods("pd", "r1", 3)...)}}),
+			WantOp:      &v1alpha1.Operation{Type: v1alpha1.OperationScale, Component: "pd", Member: "a", Pod: "demo-pd-2", PodUID: "demo-pd-2@r1"},
+			WantMessage: "the removal of pod demo-pd-2 is not confirmed",
+		},
+		{
+			Name: "scale-in done: not while the member is disconnected",
+			State: State(Op(v1alpha1.OperationScale, "pd", "a", "demo-pd-2", "demo-pd-2@r1"), rollout.Component{Name: "pd", Placements: []rollout.Placement{
+				disconnected(Placement("a", 1, "r1", Pods("pd", "r1", 0, 2)...))}}),
+			WantOp:      &v1alpha1.Operation{Type: v1alpha1.OperationScale, Component: "pd", Member: "a", Pod: "demo-pd-2", PodUID: "demo-pd-2@r1"},
+			WantMessage: "member a is not connected",
+		},
+		// --- A stuck step, fixed forward, and released by hand.
+		{
+			Name: "deadline: a pod not available past the progress deadline is named",
+			State: func() rollout.State {
+				s := State(Op(v1alpha1.OperationUpgrade, "pd", "a", "demo-pd-1", "demo-pd-1@r1"), rollout.Component{Name: "pd", Placements: []rollout.Placement{
+					Placement("a", 2, "r2", append(Pods("pd", "r1", 0), created(notReady(Pods("pd", "r2", 1), 0), T0.Add(-11*time.Minute))...)...)}})
+				s.ProgressDeadline = 10 * time.Minute
+				return s
+			}(),
+			WantOp:      &v1alpha1.Operation{Type: v1alpha1.OperationUpgrade, Component: "pd", Member: "a", Pod: "demo-pd-1", PodUID: "demo-pd-1@r1"},
+			WantMessage: "demo-pd-1 in a to become available",
+			WantStuck:   "a/demo-pd-1",
+		},
+		{
+			Name: "deadline: the planner asks to be woken when a pod would reach it",
+			State: func() rollout.State {
+				s := State(Op(v1alpha1.OperationUpgrade, "pd", "a", "demo-pd-1", "demo-pd-1@r1"), rollout.Component{Name: "pd", Placements: []rollout.Placement{
+					Placement("a", 2, "r2", append(Pods("pd", "r1", 0), created(notReady(Pods("pd", "r2", 1), 0), T0.Add(-4*time.Minute))...)...)}})
+				s.ProgressDeadline = 10 * time.Minute
+				return s
+			}(),
+			WantOp:      &v1alpha1.Operation{Type: v1alpha1.OperationUpgrade, Component: "pd", Member: "a", Pod: "demo-pd-1", PodUID: "demo-pd-1@r1"},
+			WantMessage: "demo-pd-1 in a to become available",
+			WantAfter:   6 * time.Minute,
+		},
+		{
+			// kubernetes#67250: reverting a bad image must unstick the
+			// rollout without manual deletes.
+			Name: "fix forward: a replacement stuck at a revision the spec left is replaced at once",
+			State: State(Op(v1alpha1.OperationUpgrade, "pd", "a", "demo-pd-1", "demo-pd-1@r1"), rollout.Component{Name: "pd", Placements: []rollout.Placement{
+				Placement("a", 2, "r1", append(Pods("pd", "r1", 0), notReady(Pods("pd", "bad", 1), 0)...)...), Placement("b", 1, "r1", Pods("pd", "r1", 2)...)}}),
+			WantOp:      &v1alpha1.Operation{Type: v1alpha1.OperationUpgrade, Component: "pd", Member: "a", Pod: "demo-pd-1", PodUID: "demo-pd-1@bad", TargetRevision: "r1"},
+			WantDelete:  "a/demo-pd-1",
+			WantMessage: "dropped: pod demo-pd-1 is outdated and not available",
+		},
+		{
+			Name: "release: the operation a user released is dropped and planned again",
+			State: func() rollout.State {
+				s := State(Op(v1alpha1.OperationUpgrade, "pd", "a", "demo-pd-1", "demo-pd-1@r1"), rollout.Component{Name: "pd", Placements: []rollout.Placement{
+					Placement("a", 2, "r2", append(Pods("pd", "r2", 0), Pods("pd", "r1", 1)...)...)}})
+				s.Release = true
+				return s
+			}(),
+			WantOp:     &v1alpha1.Operation{Type: v1alpha1.OperationUpgrade, Component: "pd", Member: "a", Pod: "demo-pd-1", PodUID: "demo-pd-1@r1", TargetRevision: "r2"},
+			WantDelete: "a/demo-pd-1",
 		},
 		{
 			Name:        "an unknown operation type is dropped",

@@ -1,0 +1,180 @@
+package rollout
+
+import (
+	"strconv"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/fedop-io/fedop/api/v1alpha1"
+)
+
+// Pod is what the planner needs to know of one observed pod.
+type Pod struct {
+	Name    string
+	UID     types.UID
+	Ordinal int
+	// Revision is the pod's fedop.io/revision label.
+	Revision string
+	// Ready is the pod's Ready condition; ReadySince its last transition.
+	Ready      bool
+	ReadySince time.Time
+	// Terminating is true once the pod has a deletionTimestamp.
+	Terminating bool
+	// Failed is true when the pod's phase is Failed or Succeeded: its
+	// containers will not run again (an eviction, an OOM kill with
+	// restartPolicy Never), so it is replaced, under the same name.
+	Failed bool
+	// Created is the pod's creationTimestamp.
+	Created time.Time
+}
+
+// Placement is one component's part in one member: desired and observed.
+type Placement struct {
+	Member string
+	// Replicas is the desired number of pods. A member the component no
+	// longer names but still has pods in is passed with Replicas 0.
+	Replicas int32
+	// Revision is the placement's update revision; empty for a member the
+	// component no longer names.
+	Revision string
+	// Connected is true when the member is registered and its cache is
+	// synced and usable. Pods of a disconnected member are unknown: Pods
+	// is empty and says nothing.
+	Connected bool
+	// Fresh is true when the member has answered within the freshness
+	// bound and its cache reflects a list made after its last
+	// interruption. Only then may a pod anywhere be deleted, or a step in
+	// this member count as done.
+	Fresh bool
+	// Ordinals are the ordinals the placement holds, as recorded in status
+	// (sorted): the identities of its pods, kept across replacements and
+	// partitions. Pods observed in the placement add theirs.
+	Ordinals []int
+	// Pods are the component's pods observed in the member, any order.
+	Pods []Pod
+}
+
+// Component is one component with its placements in topology order.
+type Component struct {
+	Name       string
+	Placements []Placement
+	// NextOrdinal is the first ordinal never handed out, as recorded in
+	// status. New pods take ordinals from it up, so an ordinal that a
+	// member out of sight may still hold is never handed out again.
+	NextOrdinal int
+}
+
+// State is everything the planner decides from.
+type State struct {
+	// Name is the FederationCluster's name, the prefix of its pod names.
+	Name string
+	// Components in spec order.
+	Components []Component
+	// Operation is status.operation as read; nil when the mutex is free.
+	Operation *v1alpha1.Operation
+	Paused    bool
+	// MinReady is spec.minReadySeconds.
+	MinReady time.Duration
+	// ProgressDeadline is spec.progressDeadlineSeconds; 0 disables it.
+	ProgressDeadline time.Duration
+	// OrdinalsRecorded is true when the components' Ordinals and
+	// NextOrdinal come from status (fedop wrote them) or the
+	// FederationCluster is new: they are then complete. Otherwise (a
+	// status written before fedop recorded ordinals) they are derived from
+	// what is observed, and no new ordinal is handed out while a member
+	// that may hold pods is out of sight.
+	OrdinalsRecorded bool
+	// Release is true when a user asked, through the
+	// fedop.io/release-operation annotation naming Operation's
+	// startedTime, that the operation be dropped and planned again.
+	Release bool
+	// Now is the time of the observation.
+	Now time.Time
+}
+
+// PodRef names a pod to act on.
+type PodRef struct {
+	Component string
+	Member    string
+	Name      string
+	Ordinal   int
+	// UID, for a deletion, is the precondition: only this instance may go.
+	UID types.UID
+	// Revision, for a creation, is the update revision to create it at.
+	Revision string
+}
+
+// ComponentOrdinals is what status must record of one component's
+// ordinals after a plan: the first ordinal never handed out, and what each
+// placement holds.
+type ComponentOrdinals struct {
+	Component   string
+	NextOrdinal int
+	// Placements maps a member to its ordinals, sorted. A placement that
+	// holds none is absent.
+	Placements map[string][]int
+}
+
+// Plan is the next step.
+type Plan struct {
+	// Operation is the value status.operation must hold, written with a
+	// resourceVersion precondition, before any action below is taken; nil
+	// frees the mutex.
+	Operation *v1alpha1.Operation
+	// Ordinals is what status must record of every component's ordinals,
+	// written with Operation: an ordinal is recorded before the pod that
+	// takes it is created.
+	Ordinals []ComponentOrdinals
+	// Create lists pods to create. Creation is never disruptive.
+	Create []PodRef
+	// Replace lists failed pods to delete, to be created again under the
+	// same name: they are down already, so this costs no availability and
+	// does not count as the step's disruption.
+	Replace []PodRef
+	// Delete is the one disruptive action, if any.
+	Delete *PodRef
+	// Message says what the step does or waits for (Progressing message).
+	Message string
+	// RequeueAfter, when positive, is how soon something changes without an
+	// event: a Ready pod reaching minReadySeconds, a pod reaching the
+	// progress deadline.
+	RequeueAfter time.Duration
+	// Completed is the pod whose step this observation finished (replaced
+	// and available, created and available, or removed), if any.
+	Completed *PodRef
+	// CompletedAt is when Completed became available or was seen gone.
+	CompletedAt time.Time
+	// Dropped says why the step status.operation named was dropped
+	// without being taken (it no longer passed the checks of a new step),
+	// or is empty.
+	Dropped string
+	// Released is true when the operation was dropped at a user's request
+	// (State.Release).
+	Released bool
+	// Stuck is the pod that has not been available for longer than the
+	// progress deadline, if any; StuckFor says for how long.
+	Stuck    *PodRef
+	StuckFor time.Duration
+}
+
+// PodName returns the name of ordinal's pod of component in the
+// FederationCluster name: <name>-<component>-<ordinal>.
+func PodName(name, component string, ordinal int) string {
+	return name + "-" + component + "-" + strconv.Itoa(ordinal)
+}
+
+// ParseOrdinal returns the ordinal of podName when it is a pod name of
+// component in the FederationCluster name, and false otherwise.
+func ParseOrdinal(name, component, podName string) (int, bool) {
+	rest, ok := strings.CutPrefix(podName, name+"-"+component+"-")
+	if !ok || rest == "" || (len(rest) > 1 && rest[0] == '0') {
+		return 0, false
+	}
+	n, err := strconv.Atoi(rest)
+	if err != nil || n < 0 || n > MaxOrdinal {
+		return 0, false
+	}
+	return n, true
+}
