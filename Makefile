@@ -10,6 +10,18 @@ LAB_DIR ?= $(ROOT)/.lab
 MEMBERS ?= k8s-a k8s-b
 export LAB_DIR MEMBERS
 
+## The image `make docker-build`, `deploy` and `build-installer` use.
+IMG ?= fedop-manager:latest
+CONTAINER_TOOL ?= docker
+
+## Version stamping: `fedop-manager --version` prints these, and the manager
+## logs them at start (internal/version). VERSION is `git describe`
+## (a tag, or the short commit), with -dirty for uncommitted changes.
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+COMMIT ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
+VERSION_PKG := github.com/fedop-io/fedop/internal/version
+MANAGER_LDFLAGS := -X $(VERSION_PKG).version=$(VERSION) -X $(VERSION_PKG).commit=$(COMMIT)
+
 ## Tools: every binary below is pinned by hack/tools/go.mod and built from
 ## Go modules, so nothing is downloaded but modules.
 TOOLS_MOD := hack/tools/go.mod hack/tools/go.sum
@@ -135,8 +147,8 @@ verify: manifests generate ## Fail when generated files are stale or code is not
 	@git diff --exit-code -- config api || { echo "generated files are stale: run 'make manifests generate' and commit"; exit 1; }
 
 .PHONY: build
-build: ## Build bin/fedop-manager.
-	go build -o $(BIN)/fedop-manager ./cmd/fedop-manager
+build: ## Build bin/fedop-manager, stamped with VERSION and COMMIT.
+	go build -ldflags "$(MANAGER_LDFLAGS)" -o $(BIN)/fedop-manager ./cmd/fedop-manager
 
 .PHONY: install
 install: $(KUBECTL) ## Install the CRD into the cluster in KUBECONFIG (the lab host: KUBECONFIG=.lab/host.kubeconfig).
@@ -149,7 +161,32 @@ uninstall: $(KUBECTL) ## Remove the CRD (and every FederationCluster) from the c
 
 .PHONY: run
 run: ## Run fedop-manager locally against the cluster in KUBECONFIG.
-	go run ./cmd/fedop-manager $(ARGS)
+	go run -ldflags "$(MANAGER_LDFLAGS)" ./cmd/fedop-manager $(ARGS)
+
+##@ Deployment
+
+.PHONY: docker-build
+docker-build: ## Build the manager image IMG from the root Dockerfile (needs a registry to pull the Go and distroless bases).
+	$(CONTAINER_TOOL) build --build-arg VERSION=$(VERSION) --build-arg COMMIT=$(COMMIT) -t $(IMG) .
+
+.PHONY: docker-push
+docker-push: ## Push the manager image IMG.
+	$(CONTAINER_TOOL) push $(IMG)
+
+.PHONY: build-installer
+build-installer: $(KUBECTL) ## Write dist/install.yaml for IMG: CRD, namespace, RBAC, Deployment, metrics Service.
+	@mkdir -p dist
+	hack/manifests.sh $(IMG) >dist/install.yaml.tmp
+	@mv dist/install.yaml.tmp dist/install.yaml
+	@echo "Wrote dist/install.yaml for $(IMG); install with: kubectl apply --server-side -f dist/install.yaml"
+
+.PHONY: deploy
+deploy: $(KUBECTL) ## Deploy fedop with image IMG to the cluster in KUBECONFIG (config/default).
+	hack/manifests.sh $(IMG) | $(KUBECTL) apply --server-side -f -
+
+.PHONY: undeploy
+undeploy: $(KUBECTL) ## Remove fedop from the cluster in KUBECONFIG: every FederationCluster (and its pods in the members) first, then the rest.
+	hack/undeploy.sh $(IMG)
 
 .PHONY: fmt
 fmt: ## Run gofmt on the code.
