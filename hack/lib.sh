@@ -8,6 +8,13 @@ BIN=${BIN:-$ROOT/bin}
 log() { printf '%s %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 die() { printf 'error: %s\n' "$*" >&2; exit 1; }
 
+# make_var prints the value of the Makefile's variable $1, so that scripts
+# and the Makefile share one definition. make's --eval adds a throwaway
+# target that prints it.
+make_var() {
+  make -s --no-print-directory -C "$ROOT" --eval "_fedop_print_var: ; @echo \$($1)" _fedop_print_var
+}
+
 # kubectl_bin prints the kubectl to use: the one `make tools` built, so the
 # client is on the same Kubernetes minor line as the servers, or else the one
 # on PATH.
