@@ -74,6 +74,7 @@ func (b *bench) startManager(ns, what string) (*managerRun, error) {
 	args := []string{b.managerBin,
 		"--member-namespace", ns,
 		"--metrics-bind-address", fmt.Sprintf("127.0.0.1:%d", port),
+		"--metrics-secure=false",
 		"--health-probe-bind-address", "0",
 		"--leader-elect=false",
 	}
