@@ -15,6 +15,21 @@ make_var() {
   make -s --no-print-directory -C "$ROOT" --eval "_fedop_print_var: ; @echo \$($1)" _fedop_print_var
 }
 
+# check runs "$@" and prints "ok   $1" or "FAIL $1" (a check explains a
+# failure on lines of its own, indented), counting into the caller's
+# variables passed and failed.
+check() {
+  local what=$1
+  shift
+  if "$@"; then
+    echo "ok   $what"
+    passed=$((passed + 1))
+  else
+    echo "FAIL $what"
+    failed=$((failed + 1))
+  fi
+}
+
 # kubectl_bin prints the kubectl to use: the one `make tools` built, so the
 # client is on the same Kubernetes minor line as the servers, or else the one
 # on PATH.
