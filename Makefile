@@ -82,6 +82,15 @@ $(BIN)/controller-gen: $(TOOLS_MOD)
 $(BIN)/kind: $(TOOLS_MOD)
 	$(call go_build,$@,sigs.k8s.io/kind,-s -w)
 
+# golangci-lint has a module of its own (hack/tools/lint/go.mod says why);
+# `make tools` does not build it, `make lint` does.
+LINT_MOD := hack/tools/lint/go.mod
+GOLANGCI_LINT := $(BIN)/golangci-lint
+
+$(GOLANGCI_LINT): $(LINT_MOD)
+	@echo "Building golangci-lint with kube-api-linter (the first build takes minutes)"
+	@cd hack/tools/lint && go build -ldflags "-s -w" -o $@ sigs.k8s.io/kube-api-linter/cmd/golangci-lint-kube-api-linter
+
 ##@ Lab
 
 .PHONY: lab-up
@@ -143,10 +152,26 @@ manifests: $(CONTROLLER_GEN) ## Generate the CRD and RBAC manifests under config
 generate: $(CONTROLLER_GEN) ## Generate deep-copy code for the API types.
 	$(CONTROLLER_GEN) object paths=./api/...
 
+# Every Go module whose go.mod and go.sum `make verify` checks are tidy.
+GO_MODULES := . hack/tools hack/tools/lint
+
 .PHONY: verify
-verify: manifests generate ## Fail when generated files are stale or code is not gofmt'ed.
+verify: manifests generate ## Fail when generated files are stale, code is not gofmt'ed, or a go.mod is not tidy.
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo "gofmt: files above need formatting (make fmt)"; exit 1; }
-	@git diff --exit-code -- config api || { echo "generated files are stale: run 'make manifests generate' and commit"; exit 1; }
+	@test -z "$$(git status --porcelain -- config api)" || { git status --short -- config api; git diff -- config api; echo "generated files are stale: run 'make manifests generate' and commit"; exit 1; }
+	@for m in $(GO_MODULES); do (cd $$m && go mod tidy -diff) || { echo "$$m/go.mod is not tidy: run 'cd $$m && go mod tidy' and commit"; exit 1; }; done
+
+.PHONY: verify-installer
+verify-installer: tools ## Render dist/install.yaml, apply it to a lab host of its own, and run the manager it describes with its RBAC; checks secure metrics.
+	hack/verify-installer.sh
+
+.PHONY: lint
+lint: $(GOLANGCI_LINT) ## Run golangci-lint (.golangci.yml), kube-api-linter on api/.
+	$(GOLANGCI_LINT) run
+
+.PHONY: lint-fix
+lint-fix: $(GOLANGCI_LINT) ## Run golangci-lint and apply the fixes it can.
+	$(GOLANGCI_LINT) run --fix
 
 .PHONY: build
 build: ## Build bin/fedop-manager, stamped with VERSION and COMMIT.
@@ -199,6 +224,17 @@ vet: ## Run go vet.
 	go vet ./...
 
 ##@ Test
+
+# test-unit runs the tests that start no API server and no lab, in
+# seconds. Left out, and run by `make test`: internal/testenv; federation/,
+# whose TestMain starts API servers for the whole package; member's
+# TestRegistry; e2e/ (build tag e2e).
+UNIT_PACKAGES = $(shell go list ./... | grep -v -e '/internal/testenv$$' -e '/federation$$' -e '/e2e$$')
+UNIT_SKIP := ^TestRegistry$$
+
+.PHONY: test-unit
+test-unit: ## Unit tests only (no API servers, no lab): seconds, for the edit-test loop.
+	go test -count=1 -skip '$(UNIT_SKIP)' $(UNIT_PACKAGES)
 
 .PHONY: test
 test: tools vet ## Unit and integration tests (real API servers from bin/), the lab smoke test, then the e2e suite on a lab.
