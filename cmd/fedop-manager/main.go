@@ -153,6 +153,7 @@ func run() error {
 	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
 		return err
 	}
-	log.Info("Starting fedop-manager", "version", version.Get().Version, "commit", version.Get().Commit, "memberNamespace", memberOpts.Namespace, "allowExecKubeconfigs", memberOpts.AllowExecKubeconfigs, "identity", rec.Identity)
+	log.Info("Starting fedop-manager", "version", version.Get().Version, "commit", version.Get().Commit,
+		"memberNamespace", memberOpts.Namespace, "allowExecKubeconfigs", memberOpts.AllowExecKubeconfigs, "identity", rec.Identity)
 	return mgr.Start(ctx)
 }
