@@ -165,6 +165,10 @@ verify: manifests generate ## Fail when generated files are stale, code is not g
 verify-installer: tools ## Render dist/install.yaml, apply it to a lab host of its own, and run the manager it describes with its RBAC; checks secure metrics.
 	hack/verify-installer.sh
 
+.PHONY: verify-dashboard
+verify-dashboard: tools ## Run every query of config/grafana/dashboard.json in Debian's Prometheus scraping a lab's manager over HTTPS (not in CI).
+	hack/verify-dashboard.sh
+
 .PHONY: lint
 lint: $(GOLANGCI_LINT) ## Run golangci-lint (.golangci.yml), kube-api-linter on api/.
 	$(GOLANGCI_LINT) run
