@@ -160,7 +160,7 @@ mkdir -p "$LAB_DIR"
 go build -o "$LAB_DIR/fedop-bench" "$ROOT/hack/bench"
 # Built from the tree as it is, uncommitted changes included: the report
 # names them.
-go build -o "$BIN/fedop-manager" "$ROOT/cmd/fedop-manager"
+make -s -C "$ROOT" build   # bin/fedop-manager, version-stamped
 commit=$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown)
 changed=$(git -C "$ROOT" status --porcelain -- api cmd federation member 2>/dev/null | awk '{print $2}' | grep -v '_test\.go$' | tr '\n' ' ' || true)
 [[ -z $changed ]] || commit+=" with uncommitted changes to ${changed% }"
