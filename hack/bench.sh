@@ -63,14 +63,7 @@ finish() {
   # The benchmark stops the manager itself before items 5 and 6; by now its
   # pid may belong to another process (pid_max can be 32768), which
   # neither this nor hack/lab.sh down (it reads the same file) may kill.
-  if [[ -f $MANAGER_PID ]]; then
-    local pid
-    pid=$(cat "$MANAGER_PID")
-    if [[ $(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null) == "$BIN/fedop-manager "* ]]; then
-      kill "$pid" 2>/dev/null || true
-    fi
-    rm -f "$MANAGER_PID"
-  fi
+  stop_pidfile "$MANAGER_PID" "$BIN/fedop-manager"
   "$ROOT/hack/lab.sh" down >/dev/null 2>&1 || log "hack/lab.sh down failed; run LAB_DIR=$LAB_DIR hack/lab.sh down"
   log "bench: $( ((rc == 0)) && echo "done, $OUT written" || echo "FAILED (exit $rc)") in $((SECONDS - start))s"
   exit "$rc"
@@ -140,18 +133,6 @@ spec:
       phase: Running
       startTime: {{ $now | Quote }}
 EOF
-}
-
-# free_port prints a free TCP port on 127.0.0.1 from $1 up.
-free_port() {
-  local p
-  for ((p = $1; p < $1 + 100; p++)); do
-    if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
-      echo "$p"
-      return 0
-    fi
-  done
-  die "no free port in $1-$(($1 + 99))"
 }
 
 begin "Build"

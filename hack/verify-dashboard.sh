@@ -38,12 +38,7 @@ finish() {
     kill "$prom_pid" 2>/dev/null
     wait "$prom_pid" 2>/dev/null
   fi
-  if [[ -f $LAB_DIR/manager.pid ]]; then
-    local pid
-    pid=$(cat "$LAB_DIR/manager.pid")
-    [[ $(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null) == "$LAB_DIR/fedop-manager "* ]] && kill "$pid" 2>/dev/null
-    rm -f "$LAB_DIR/manager.pid"
-  fi
+  stop_pidfile "$LAB_DIR/manager.pid" "$LAB_DIR/fedop-manager"
   "$ROOT/hack/lab.sh" down >/dev/null 2>&1 || echo "hack/lab.sh down failed; run LAB_DIR=$LAB_DIR hack/lab.sh down"
   echo "verify-dashboard took $((SECONDS - start))s"
   echo "verify-dashboard: $passed passed, $failed failed, ${skipped:-0} skipped"
@@ -52,26 +47,6 @@ finish() {
 trap finish EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
-
-free_port() {
-  local p
-  for ((p = $1; p < $1 + 200; p++)); do
-    if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
-      echo "$p"
-      return 0
-    fi
-  done
-  die "no free port in $1-$(($1 + 199))"
-}
-
-wait_for() {
-  local deadline=$((SECONDS + $1))
-  shift
-  until "$@" >/dev/null 2>&1; do
-    ((SECONDS < deadline)) || return 1
-    sleep 1
-  done
-}
 
 if ! command -v prometheus >/dev/null; then
   log "Installing Debian's prometheus package"
@@ -123,7 +98,7 @@ api=http://127.0.0.1:$pport/api/v1
 target_up() {
   [[ $(curl -s "$api/query" --data-urlencode 'query=up{job="fedop-manager"}' | jq -r '.data.result[0].value[1]') == 1 ]]
 }
-check "Prometheus scrapes the manager over HTTPS with the scraper's token (up == 1)" wait_for 60 target_up
+check "Prometheus scrapes the manager over HTTPS with the scraper's token (up == 1)" poll 60 target_up
 
 log "== The sample FederationCluster, created and upgraded"
 host apply -f "$ROOT/config/samples/fedop_v1alpha1_federationcluster.yaml" >/dev/null
@@ -134,7 +109,7 @@ settled() {
   read -r gens ready counts < <(host get fc demo -o jsonpath='{.metadata.generation}/{.status.observedGeneration} {.status.conditions[?(@.type=="Ready")].status} {.status.updatedReplicas}/{.status.replicas}')
   [[ ${gens%/*} == "${gens#*/}" && $ready == True && -n ${counts%/*} && ${counts%/*} == "${counts#*/}" ]]
 }
-check "the sample becomes Ready" wait_for 120 settled
+check "the sample becomes Ready" poll 120 settled
 patch='[{"op":"replace","path":"/spec/minReadySeconds","value":1}'
 i=0
 for image in $(host get fc demo -o jsonpath='{range .spec.components[*]}{.template.spec.containers[0].image}{" "}{end}'); do
@@ -142,7 +117,7 @@ for image in $(host get fc demo -o jsonpath='{range .spec.components[*]}{.templa
   i=$((i + 1))
 done
 host patch fc demo --type=json -p "$patch]" >/dev/null
-check "the upgrade of every pod completes" wait_for 240 settled
+check "the upgrade of every pod completes" poll 240 settled
 # Two more scrapes, so that the last step is in Prometheus.
 sleep 5
 

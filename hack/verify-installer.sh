@@ -61,40 +61,7 @@ finish() {
   ((failed == 0))
 }
 
-stop_manager() {
-  local pid
-  [[ -f $LAB_DIR/manager.pid ]] || return 0
-  pid=$(cat "$LAB_DIR/manager.pid")
-  # Only the manager this script started: its pid file names it, and its
-  # command line is the binary in LAB_DIR.
-  if [[ $(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null) == "$LAB_DIR/fedop-manager "* ]]; then
-    kill "$pid" 2>/dev/null
-    wait "$pid" 2>/dev/null
-  fi
-  rm -f "$LAB_DIR/manager.pid"
-}
-
-# free_port prints a free TCP port on 127.0.0.1 from $1 up.
-free_port() {
-  local p
-  for ((p = $1; p < $1 + 200; p++)); do
-    if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
-      echo "$p"
-      return 0
-    fi
-  done
-  die "no free port in $1-$(($1 + 199))"
-}
-
-# poll runs "$@" every half second until it succeeds or $1 seconds pass.
-poll() {
-  local deadline=$((SECONDS + $1))
-  shift
-  until "$@" >/dev/null 2>&1; do
-    ((SECONDS < deadline)) || return 1
-    sleep 0.5
-  done
-}
+stop_manager() { stop_pidfile "$LAB_DIR/manager.pid" "$LAB_DIR/fedop-manager"; }
 
 # --- 1. The installer
 
@@ -242,12 +209,14 @@ http_status() {
   curl -s -o /dev/null -w '%{http_code}' --max-time 5 "$@"
 }
 
+answers_200() { [[ $(http_status "$1") == 200 ]]; }
+
 probe_ok() {
   local path port
   path=$(deployment_field ".$1.httpGet.path")
   port=$(deployment_field ".$1.httpGet.port")
   [[ $port == health && -n $path ]] || { echo "     $1: path '$path' port '$port'"; return 1; }
-  poll 60 test "$(http_status "http://127.0.0.1:$HPORT$path")" = 200 ||
+  poll 60 answers_200 "http://127.0.0.1:$HPORT$path" ||
     { echo "     GET $path: $(http_status "http://127.0.0.1:$HPORT$path")"; return 1; }
 }
 
@@ -255,12 +224,12 @@ logs_version() {
   grep -q "\"Starting fedop-manager\".*\"version\":\"$(make_var VERSION)\"" "$LAB_DIR/manager.log"
 }
 
-leader() {
-  poll 60 bash -c "[[ -n \$(\"$KUBECTL\" --kubeconfig \"$HOST_KC\" -n $NS get lease fedop-manager.fedop.io -o jsonpath='{.spec.holderIdentity}') ]]"
+lease_held() {
+  [[ -n $(host -n $NS get lease fedop-manager.fedop.io -o jsonpath='{.spec.holderIdentity}') ]]
 }
 
 workers_started() {
-  poll 60 grep -q '"Starting workers".*"federationcluster"' "$LAB_DIR/manager.log"
+  grep -q '"Starting workers".*"federationcluster"' "$LAB_DIR/manager.log"
 }
 
 nothing_forbidden() {
@@ -318,9 +287,13 @@ members_connected() {
   done
 }
 
+demo_ready() {
+  [[ $(host get fc demo -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}') == True ]]
+}
+
 sample_ready() {
   host apply -f "$ROOT/config/samples/fedop_v1alpha1_federationcluster.yaml" >/dev/null || return 1
-  poll 120 bash -c "[[ \$(\"$KUBECTL\" --kubeconfig \"$HOST_KC\" get fc demo -o jsonpath='{.status.conditions[?(@.type==\"Ready\")].status}') == True ]]" ||
+  poll 120 demo_ready ||
     { host get fc demo -o wide | sed 's/^/     /'; return 1; }
 }
 
@@ -348,10 +321,12 @@ members_have_no_fedop_pods() {
   done
 }
 
+namespace_gone() { ! host get namespace $NS; }
+
 nothing_left() {
   local left
   left=$(host get crd,clusterrole,clusterrolebinding -o name | grep -E 'fedop\.io|/fedop-(manager|metrics|viewer|editor)' || true)
-  poll 60 bash -c "! \"$KUBECTL\" --kubeconfig \"$HOST_KC\" get namespace $NS" || left+=" namespace/$NS"
+  poll 60 namespace_gone || left+=" namespace/$NS"
   [[ -z ${left// /} ]] || { echo "     left: $left"; return 1; }
 }
 
@@ -384,8 +359,8 @@ start_manager
 check "answers its livenessProbe" probe_ok livenessProbe
 check "answers its readinessProbe" probe_ok readinessProbe
 check "logs its version at start" logs_version
-check "takes the leader Lease" leader
-check "starts its FederationCluster workers (caches synced with the installer's RBAC)" workers_started
+check "takes the leader Lease" poll 60 lease_held
+check "starts its FederationCluster workers (caches synced with the installer's RBAC)" poll 60 workers_started
 
 log "== 4. Secure metrics"
 users || die "cannot create the check's ServiceAccounts"
