@@ -347,6 +347,9 @@ func fmtDuration(d time.Duration) string { return d.Round(time.Millisecond).Stri
 type ledger struct {
 	// desired is replicas by member/component.
 	desired map[string]int
+	// highWater is, by member/component, the most pods available at once
+	// since the placement's desired count last changed.
+	highWater map[string]int
 	// deleting is set once the FederationCluster is being deleted: its
 	// pods are no longer desired.
 	deleting bool
@@ -379,7 +382,7 @@ type podRecord struct {
 }
 
 func newLedger(now time.Time) *ledger {
-	return &ledger{desired: map[string]int{}, pods: map[types.UID]*podRecord{}, windowStart: now, maxAt: now}
+	return &ledger{desired: map[string]int{}, highWater: map[string]int{}, pods: map[types.UID]*podRecord{}, windowStart: now, maxAt: now}
 }
 
 func desiredOf(spec *v1alpha1.FederationClusterSpec) map[string]int {
@@ -398,9 +401,11 @@ func (l *ledger) spec(gen int64, spec *v1alpha1.FederationClusterSpec, deleting 
 	l.seenGen = max(l.seenGen, gen)
 	switch {
 	case deleting && !l.deleting:
-		l.deleting, l.desired = true, map[string]int{}
+		l.deleting = true
+		l.setDesired(map[string]int{})
 	case !l.deleting && gen > l.appliedGen:
-		l.desired, l.appliedGen = desiredOf(spec), gen
+		l.setDesired(desiredOf(spec))
+		l.appliedGen = gen
 	default:
 		return
 	}
@@ -411,9 +416,11 @@ func (l *ledger) spec(gen int64, spec *v1alpha1.FederationClusterSpec, deleting 
 // expect applies spec (nil: deletion) as the next generation's.
 func (l *ledger) expect(spec *v1alpha1.FederationClusterSpec, at time.Time) {
 	if spec == nil {
-		l.deleting, l.desired = true, map[string]int{}
+		l.deleting = true
+		l.setDesired(map[string]int{})
 	} else {
-		l.desired, l.appliedGen = desiredOf(spec), l.seenGen+1
+		l.setDesired(desiredOf(spec))
+		l.appliedGen = l.seenGen + 1
 	}
 	l.evaluate(at)
 	l.record(Event{At: at, Kind: "spec", Unavailable: l.unavailable})
@@ -463,17 +470,36 @@ func (l *ledger) record(e Event) {
 	}
 }
 
-// evaluate recomputes the unavailable count and the maximum.
-func (l *ledger) evaluate(at time.Time) {
+// setDesired replaces the desired counts; a placement whose count changes
+// starts its high-water mark again from what it has available now.
+func (l *ledger) setDesired(desired map[string]int) {
+	available := l.available()
+	for key, want := range desired {
+		if old, ok := l.desired[key]; !ok || old != want {
+			l.highWater[key] = available[key]
+		}
+	}
+	l.desired = desired
+}
+
+// available counts, by member/component, the pods Ready and not going.
+func (l *ledger) available() map[string]int {
 	available := map[string]int{}
 	for _, r := range l.pods {
 		if r.ready && r.deletedAt.IsZero() && r.goneAt.IsZero() {
 			available[r.member+"/"+r.component]++
 		}
 	}
+	return available
+}
+
+// evaluate recomputes the unavailable count and the maximum.
+func (l *ledger) evaluate(at time.Time) {
+	available := l.available()
 	u := 0
 	for key, want := range l.desired {
-		u += max(0, want-available[key])
+		l.highWater[key] = max(l.highWater[key], available[key])
+		u += max(0, min(want, l.highWater[key])-available[key])
 	}
 	l.unavailable = u
 	if u > l.maxUnavailable {

@@ -42,7 +42,7 @@ func twoPodSpec(replicasA, replicasB int32) *v1alpha1.FederationClusterSpec {
 func TestLedgerRollingUpgrade(t *testing.T) {
 	l := newLedger(at(0))
 	l.spec(1, twoPodSpec(1, 1), false, at(0))
-	assert.Equal(t, 2, l.unavailable, "nothing exists yet")
+	assert.Equal(t, 0, l.unavailable, "nothing exists yet: no replica was ever up")
 	l.pod("a", testPod("x-pd-0", "pd", "a0", true, false), false, at(1))
 	l.pod("b", testPod("x-pd-1", "pd", "b1", true, false), false, at(2))
 	require.Equal(t, 0, l.unavailable)
@@ -138,7 +138,25 @@ func TestLedgerScaleInThenOut(t *testing.T) {
 	require.Len(t, r.Steps, 1)
 	assert.Equal(t, "gone", r.Steps[0].After)
 	assert.Equal(t, 15*time.Millisecond, r.Steps[0].Overhead)
-	assert.Equal(t, 1, r.MaxUnavailable, "the scale-out's pod, before it was Ready")
+	assert.Equal(t, 0, r.MaxUnavailable, "the scale-out's pod, before it was Ready, was never a replica to lose")
+}
+
+// A scale-out's new pods are not unavailable replicas; once up, they are.
+func TestLedgerScaleOutThenUpgrade(t *testing.T) {
+	l := newLedger(at(0))
+	l.spec(1, twoPodSpec(1, 0), false, at(0))
+	l.pod("a", testPod("x-pd-0", "pd", "a0", true, false), false, at(1))
+	l.reset(at(2))
+	l.expect(twoPodSpec(3, 0), at(10))
+	assert.Equal(t, 0, l.unavailable, "two pods to add")
+	l.pod("a", testPod("x-pd-1", "pd", "a1", false, false), false, at(20))
+	l.pod("a", testPod("x-pd-1", "pd", "a1", true, false), false, at(30))
+	l.pod("a", testPod("x-pd-2", "pd", "a2", true, false), false, at(40))
+	// Now every replica was up: losing one counts.
+	l.pod("a", testPod("x-pd-2", "pd", "a2", true, true), false, at(50))
+	assert.Equal(t, 1, l.unavailable)
+	l.pod("a", testPod("x-pd-1", "pd", "a1", true, true), false, at(60))
+	assert.Equal(t, 2, l.report(at(70)).MaxUnavailable)
 }
 
 // An upgrade step whose pod is gone but not yet replaced has not ended.

@@ -35,7 +35,7 @@ import (
 // fcNames are the FederationClusters of the scenarios, one per namespace:
 // each scenario works in a namespace of its own, created (with decoys)
 // before the first scenario runs.
-var fcNames = []string{"create", "upgrade", "env", "scale", "kill", "down", "rotate", "bad", "delete", "delete-down"}
+var fcNames = []string{"create", "upgrade", "env", "scale", "kill", "down", "rotate", "bad", "delete", "delete-down", "stall"}
 
 // suite is what every scenario shares.
 var suite struct {

@@ -39,7 +39,7 @@ func (r *Reconciler) cleanup(ctx context.Context, fc *v1alpha1.FederationCluster
 	var unreachable, remaining []string
 	var errs []error
 	for _, name := range memberNames(fc) {
-		cl, err := r.Members.Get(name)
+		cl, err := r.members.Get(name)
 		if errors.Is(err, member.ErrNotRegistered) {
 			log.Info("Member has no Secret; nothing can be cleaned there", "member", name)
 			continue
@@ -69,15 +69,14 @@ func (r *Reconciler) cleanup(ctx context.Context, fc *v1alpha1.FederationCluster
 		cond.Message = fmt.Sprintf("member cluster %s cannot be reached to delete fedop's objects; the finalizer stays until it reconnects or the object is annotated %s: \"true\"",
 			strings.Join(unreachable, ", "), v1alpha1.AnnotationSkipUnreachableCleanup)
 	default:
-		if len(unreachable) > 0 && r.Recorder != nil {
-			r.Recorder.Eventf(fc, nil, corev1.EventTypeWarning, "CleanupSkipped", "Delete", "Objects in unreachable member %s were left behind (%s)", strings.Join(unreachable, ", "), v1alpha1.AnnotationSkipUnreachableCleanup)
+		if len(unreachable) > 0 {
+			r.recorder.Eventf(fc, nil, corev1.EventTypeWarning, EventCleanupSkipped, "Delete", "Objects in unreachable member %s were left behind (%s)", strings.Join(unreachable, ", "), v1alpha1.AnnotationSkipUnreachableCleanup)
 		}
 		controllerutil.RemoveFinalizer(fc, v1alpha1.Finalizer)
-		if err := r.Client.Update(ctx, fc); err != nil {
-			return r.writeFailed(ctx, err, "removing the finalizer")
+		if err := r.client.Update(ctx, fc); err != nil {
+			return writeFailed(ctx, err, "removing the finalizer")
 		}
-		r.expectations.forget(client.ObjectKeyFromObject(fc))
-		r.statusWrites.forget(client.ObjectKeyFromObject(fc))
+		r.forget(client.ObjectKeyFromObject(fc))
 		return reconcile.Result{}, nil
 	}
 
@@ -85,8 +84,8 @@ func (r *Reconciler) cleanup(ctx context.Context, fc *v1alpha1.FederationCluster
 	setCondition(st, fc.Generation, cond)
 	if !equality.Semantic.DeepEqual(*st, fc.Status) {
 		fc.Status = *st
-		if err := r.Client.Status().Update(ctx, fc); err != nil {
-			if res, werr := r.writeFailed(ctx, err, "writing status"); werr != nil || res.RequeueAfter > 0 {
+		if err := r.client.Status().Update(ctx, fc); err != nil {
+			if res, werr := writeFailed(ctx, err, "writing status"); werr != nil || res.RequeueAfter > 0 {
 				return res, werr
 			}
 		}

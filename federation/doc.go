@@ -1,8 +1,23 @@
-// Package federation will hold the FederationCluster reconciler: it observes
-// the pods of every member cluster from their caches, plans the next step
-// with a pure planner, takes the status-flag mutex, acts at most once per
-// reconcile, and writes status from what it observed.
+// Package federation holds the FederationCluster reconciler. One reconcile
+// takes one FederationCluster one step, in stages that each have a file:
 //
-// It must not build member connections itself (package member does) and
-// must not touch objects it does not own.
+//   - reconciler.go: Options, NewReconciler, SetupWithManager, Reconcile.
+//   - observe.go: read everything once, from the member caches (through
+//     Members, package member's registry) and the registry's member states.
+//   - rollout/: the pure planner; observed state in, one Plan out.
+//   - status.go: facts to status and conditions, plain functions.
+//   - operation.go: the status-flag mutex; the status write, carrying the
+//     resourceVersion read, that takes, stamps or releases the operation
+//     before any member is touched (acknowledge, then act).
+//   - act.go: the member writes of the step; expectations.go remembers them
+//     until the caches show them.
+//   - events.go: Events for what the step changed.
+//   - cleanup.go: the finalizer's work when a FederationCluster is deleted.
+//   - statuswriter.go and stepclock.go: when to write status, and the step
+//     metrics.
+//
+// It must not build member connections itself (package member does), must
+// not touch objects it does not own (only objects labelled
+// app.kubernetes.io/managed-by=fedop are read, written or deleted), and
+// must not take more than one disruptive action per reconcile.
 package federation

@@ -18,7 +18,8 @@ const expectationTTL = 30 * time.Second
 
 // expectations remember, per FederationCluster, the pod creations and
 // deletions this process issued that the member caches have not shown yet:
-// the ReplicaSet controller's expectations pattern from the seed notes. A
+// the expectations of kube-controller-manager's ReplicaSet controller
+// (pkg/controller/controller_utils.go, ControllerExpectations). A
 // reconcile that runs before the cache caught up then waits instead of
 // issuing the same write again.
 //

@@ -32,8 +32,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
-	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/fedop-io/fedop/api/v1alpha1"
 	"github.com/fedop-io/fedop/federation"
@@ -253,17 +251,14 @@ func startFedop(t *testing.T, env *testenv.Federation, identity string) *fedop {
 		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
 	})
 	require.NoError(t, err)
-	registry := member.NewRegistry(member.Options{Scheme: scheme, ProbePeriod: probePeriod, SyncTimeout: 10 * time.Second, Transform: federation.TrimPod})
+	registry := member.NewRegistry(member.Options{Scheme: scheme, CacheSelector: v1alpha1.ManagedBySelector(), ProbePeriod: probePeriod, SyncTimeout: 10 * time.Second, Transform: federation.TrimPod})
 	require.NoError(t, registry.SetupWithManager(mgr))
-	rec := &federation.Reconciler{
+	rec := federation.NewReconciler(federation.Options{
 		Client:   mgr.GetClient(),
 		Members:  registry,
 		Recorder: mgr.GetEventRecorder("fedop-manager"),
 		Identity: identity,
-		Source: func(objMap func(string, client.Object) []reconcile.Request, memberMap func(string) []reconcile.Request) source.Source {
-			return registry.Source(objMap, memberMap)
-		},
-	}
+	})
 	ctx, cancel := context.WithCancel(context.Background())
 	require.NoError(t, rec.SetupWithManager(ctx, mgr))
 	f := &fedop{identity: identity, registry: registry, cancel: cancel, done: make(chan error, 1)}

@@ -14,11 +14,14 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/tools/events"
+	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/fedop-io/fedop/api/v1alpha1"
 	"github.com/fedop-io/fedop/member"
@@ -51,6 +54,13 @@ func (f fakeMembers) State(name string) member.State {
 	return member.State{Name: name, Registered: true, Connected: ok}
 }
 
+// Watch starts nothing: these tests call Reconcile themselves.
+func (f fakeMembers) Watch(context.Context, string, member.Watcher) error { return nil }
+
+func (f fakeMembers) Source(func(context.Context, string) []reconcile.Request) source.SyncingSource {
+	return nil
+}
+
 func testScheme(t *testing.T) *runtime.Scheme {
 	s := runtime.NewScheme()
 	require.NoError(t, clientgoscheme.AddToScheme(s))
@@ -76,6 +86,7 @@ func upgradeFixture(t *testing.T) (*v1alpha1.FederationCluster, *corev1.Pod) {
 
 type harness struct {
 	r       *Reconciler
+	members fakeMembers
 	host    client.Client
 	deletes []client.DeleteOptions
 	// opAtDelete is status.operation as stored on the host when each
@@ -108,14 +119,14 @@ func newHarness(t *testing.T, fc *v1alpha1.FederationCluster, statusErr error, p
 				return c.Delete(ctx, obj, opts...)
 			},
 		}).Build()
-	now := time.Date(2026, 11, 21, 6, 0, 0, 0, time.UTC)
-	h.r = &Reconciler{
-		Client:       h.host,
-		Members:      fakeMembers{clusters: map[string]client.Client{"k8s-a": memberClient}},
-		Identity:     "test-manager",
-		Now:          func() time.Time { return now },
-		expectations: newExpectations(),
-	}
+	h.members = fakeMembers{clusters: map[string]client.Client{"k8s-a": memberClient}}
+	h.r = NewReconciler(Options{
+		Client:   h.host,
+		Members:  h.members,
+		Recorder: events.NewFakeRecorder(100),
+		Identity: "test-manager",
+		Clock:    clocktesting.NewFakeClock(time.Date(2026, 11, 21, 6, 0, 0, 0, time.UTC)),
+	})
 	return h
 }
 
@@ -185,7 +196,7 @@ func TestMutexResumesAfterRestart(t *testing.T) {
 	require.NoError(t, err)
 	assert.Len(t, h.deletes, 1)
 	recreated := &corev1.Pod{}
-	require.NoError(t, h.r.Members.(fakeMembers).clusters["k8s-a"].Get(context.Background(), client.ObjectKeyFromObject(pod), recreated))
+	require.NoError(t, h.members.clusters["k8s-a"].Get(context.Background(), client.ObjectKeyFromObject(pod), recreated))
 	want, err := Revision(EffectiveTemplate(&fc.Spec.Components[0], &fc.Spec.Components[0].Topology[0]))
 	require.NoError(t, err)
 	assert.Equal(t, want, recreated.Labels[v1alpha1.LabelRevision])

@@ -9,6 +9,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/fedop-io/fedop/api/v1alpha1"
 	"github.com/fedop-io/fedop/federation/rollout"
@@ -23,6 +25,11 @@ type Members interface {
 	Get(name string) (cluster.Cluster, error)
 	// State returns what is known of a member's connection.
 	State(name string) member.State
+	// Watch starts w on a connected member's cache, once per connection.
+	Watch(ctx context.Context, name string, w member.Watcher) error
+	// Source returns the source of member state changes, mapped to
+	// requests by mapFunc.
+	Source(mapFunc func(ctx context.Context, member string) []reconcile.Request) source.SyncingSource
 }
 
 // memberView is one member as this reconcile saw it.
@@ -53,7 +60,8 @@ type componentView struct {
 }
 
 // observation is everything one reconcile read, read once from the member
-// caches and the registry (the seed notes' read/write separation): every
+// caches and the registry, and never again during the reconcile (read and
+// write are separate, as in the controllers of kube-controller-manager): every
 // decision of the reconcile is made from it.
 type observation struct {
 	now        time.Time
@@ -82,16 +90,19 @@ func memberNames(fc *v1alpha1.FederationCluster) []string {
 // observe reads fc's objects from every member's cache. A member that is
 // not connected is recorded as such, with no pods: its pods are unknown.
 func (r *Reconciler) observe(ctx context.Context, fc *v1alpha1.FederationCluster) (*observation, error) {
-	obs := &observation{now: r.now(), members: map[string]*memberView{}}
+	obs := &observation{now: r.clock.Now(), members: map[string]*memberView{}}
 	pods := map[string][]*corev1.Pod{}       // member/component -> pods
 	services := map[string]*corev1.Service{} // member/component -> Service
 	for _, name := range memberNames(fc) {
-		mv := &memberView{state: r.Members.State(name)}
+		mv := &memberView{state: r.members.State(name)}
 		obs.members[name] = mv
-		cl, err := r.Members.Get(name)
+		cl, err := r.members.Get(name)
 		if err != nil {
 			mv.state.Connected = false
 			continue
+		}
+		if err := r.watch(ctx, name); err != nil {
+			return nil, err
 		}
 		mv.cluster = cl
 		var podList corev1.PodList
@@ -160,6 +171,30 @@ func (r *Reconciler) observe(ctx context.Context, fc *v1alpha1.FederationCluster
 		}
 	}
 	return obs, nil
+}
+
+// memberStates returns the state of every observed member, Connected only
+// where this observation could read the member's cache.
+func (o *observation) memberStates() map[string]member.State {
+	out := make(map[string]member.State, len(o.members))
+	for name, mv := range o.members {
+		s := mv.state
+		s.Connected = mv.cluster != nil
+		out[name] = s
+	}
+	return out
+}
+
+// watch starts the controller's watches on member name's cache, once per
+// connection of the member: reading a member's cache and being woken by
+// its events go together.
+func (r *Reconciler) watch(ctx context.Context, name string) error {
+	for _, w := range r.watchers {
+		if err := r.members.Watch(ctx, name, w); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func (o *observation) component(name string) *componentView {

@@ -10,13 +10,17 @@ import (
 
 	"github.com/fedop-io/fedop/api/v1alpha1"
 	"github.com/fedop-io/fedop/federation/rollout"
+	"github.com/fedop-io/fedop/member"
 )
 
 // computeStatus returns fc's status from what was observed and planned. It
-// is a plain function of its inputs: the reconciler writes its result once,
-// before acting (acknowledge, then act). The operation is the plan's, with
-// holder set to the writing manager.
-func computeStatus(fc *v1alpha1.FederationCluster, obs *observation, state rollout.State, plan rollout.Plan, holder string) v1alpha1.FederationClusterStatus {
+// is a plain function of its inputs: members holds what the registry said
+// of every member memberNames(fc) lists (Connected only when this reconcile
+// could read its cache), state is the planner's input and plan its output.
+// The reconciler writes the result once, before acting (acknowledge, then
+// act). The operation is the plan's, with holder set to the writing
+// manager.
+func computeStatus(fc *v1alpha1.FederationCluster, members map[string]member.State, state rollout.State, plan rollout.Plan, holder string) v1alpha1.FederationClusterStatus {
 	st := v1alpha1.FederationClusterStatus{
 		ObservedGeneration: fc.Generation,
 		Conditions:         slices.Clone(fc.Status.Conditions),
@@ -28,15 +32,9 @@ func computeStatus(fc *v1alpha1.FederationCluster, obs *observation, state rollo
 
 	var missing, disconnected []string
 	for _, name := range memberNames(fc) {
-		mv := obs.members[name]
-		ms := v1alpha1.MemberStatus{Name: name, Connected: mv.cluster != nil}
-		if !mv.state.LastProbeTime.IsZero() {
-			t := metav1.NewTime(mv.state.LastProbeTime)
-			ms.LastProbeTime = &t
-		}
+		ms := memberStatus(name, members[name])
 		if !ms.Connected {
-			ms.Message = memberMessage(mv)
-			if mv.state.Registered {
+			if members[name].Registered {
 				disconnected = append(disconnected, name)
 			} else {
 				missing = append(missing, name)
@@ -45,27 +43,31 @@ func computeStatus(fc *v1alpha1.FederationCluster, obs *observation, state rollo
 		st.Members = append(st.Members, ms)
 	}
 
-	for ci, cv := range obs.components {
-		cs := v1alpha1.ComponentStatus{Name: cv.name}
-		unknown := false
-		for pi, pv := range cv.placements {
-			rp := state.Components[ci].Placements[pi]
-			ps := placementStatus(pv, rp)
-			if pv.spec == nil && len(rp.Pods) == 0 && rp.Connected {
+	unknown := false
+	for _, rc := range state.Components {
+		cs := v1alpha1.ComponentStatus{Name: rc.Name}
+		desired, blind := false, false
+		for _, rp := range rc.Placements {
+			ps := placementStatus(rp)
+			if rp.Revision != "" {
+				desired = true
+			}
+			if rp.Revision == "" && len(rp.Pods) == 0 && rp.Connected {
 				continue // drained: forget the member
 			}
 			if !rp.Connected && (ps.Replicas > 0 || len(rp.Pods) > 0) {
-				unknown = true
+				blind = true
 			}
 			cs.Replicas += ps.Replicas
 			cs.ReadyReplicas += ps.ReadyReplicas
 			cs.UpdatedReplicas += ps.UpdatedReplicas
 			cs.Members = append(cs.Members, ps)
 		}
-		if cv.spec == nil && len(cs.Members) == 0 {
+		if !desired && len(cs.Members) == 0 {
 			continue // a dropped component, drained
 		}
-		cs.Rollout = rolloutPhase(cs, unknown)
+		cs.Rollout = rolloutPhase(cs, blind)
+		unknown = unknown || blind
 		st.Replicas += cs.Replicas
 		st.ReadyReplicas += cs.ReadyReplicas
 		st.UpdatedReplicas += cs.UpdatedReplicas
@@ -74,14 +76,27 @@ func computeStatus(fc *v1alpha1.FederationCluster, obs *observation, state rollo
 
 	setCondition(&st, fc.Generation, membersConnected(missing, disconnected))
 	setCondition(&st, fc.Generation, ready(st, missing, disconnected, plan))
-	setCondition(&st, fc.Generation, progressing(fc, plan))
+	setCondition(&st, fc.Generation, progressing(fc.Spec.Paused, st, plan, unknown))
 	return st
 }
 
-func memberMessage(mv *memberView) string {
-	msg := mv.state.Message
-	if msg == "" && mv.state.Reason != "" {
-		msg = mv.state.Reason
+// memberStatus is what status says of member name, given its state.
+func memberStatus(name string, s member.State) v1alpha1.MemberStatus {
+	ms := v1alpha1.MemberStatus{Name: name, Connected: s.Connected}
+	if !s.LastProbeTime.IsZero() {
+		t := metav1.NewTime(s.LastProbeTime)
+		ms.LastProbeTime = &t
+	}
+	if !ms.Connected {
+		ms.Message = memberMessage(s)
+	}
+	return ms
+}
+
+func memberMessage(s member.State) string {
+	msg := s.Message
+	if msg == "" && s.Reason != "" {
+		msg = s.Reason
 	}
 	if msg == "" {
 		msg = "not connected"
@@ -93,9 +108,10 @@ func memberMessage(mv *memberView) string {
 }
 
 // placementStatus counts one placement's pods. A terminating pod counts as
-// neither ready nor updated: it is on its way out.
-func placementStatus(pv *placementView, rp rollout.Placement) v1alpha1.PlacementStatus {
-	ps := v1alpha1.PlacementStatus{Member: pv.member, Replicas: rp.Replicas, UpdateRevision: pv.revision}
+// neither ready nor updated: it is on its way out. So does a pod the cache
+// does not show yet (an expectation: no UID).
+func placementStatus(rp rollout.Placement) v1alpha1.PlacementStatus {
+	ps := v1alpha1.PlacementStatus{Member: rp.Member, Replicas: rp.Replicas, UpdateRevision: rp.Revision}
 	outdated := map[string]int{}
 	for _, p := range rp.Pods {
 		if p.Terminating || p.UID == "" {
@@ -104,13 +120,13 @@ func placementStatus(pv *placementView, rp rollout.Placement) v1alpha1.Placement
 		if p.Ready {
 			ps.ReadyReplicas++
 		}
-		if pv.revision != "" && p.Revision == pv.revision {
+		if rp.Revision != "" && p.Revision == rp.Revision {
 			ps.UpdatedReplicas++
 		} else {
 			outdated[p.Revision]++
 		}
 	}
-	ps.CurrentRevision = pv.revision
+	ps.CurrentRevision = rp.Revision
 	best := 0
 	for rev, n := range outdated {
 		if n > best || (n == best && rev < ps.CurrentRevision) {
@@ -120,13 +136,14 @@ func placementStatus(pv *placementView, rp rollout.Placement) v1alpha1.Placement
 	return ps
 }
 
-// rolloutPhase derives a component's phase as the seed notes do from
-// generation and revisions. The status it goes into is computed from the
-// current generation, so the notes' "generation not yet observed" case
-// shows as observedGeneration lagging metadata.generation; here Unknown
-// means a member of the component cannot be observed. Done when every desired pod exists at its update revision;
-// NotStarted when pods are outdated and none is updated yet; InProgress
-// otherwise.
+// rolloutPhase derives a component's phase from its revisions, as the
+// StatefulSet controller derives rollout progress from currentRevision and
+// updateRevision. The status it goes into is computed from the current
+// generation, so "generation not yet observed" shows as observedGeneration
+// lagging metadata.generation; here Unknown means a member of the
+// component cannot be observed. Done when every desired pod exists at its
+// update revision; NotStarted when pods are outdated and none is updated
+// yet; InProgress otherwise.
 func rolloutPhase(cs v1alpha1.ComponentStatus, unknown bool) v1alpha1.RolloutPhase {
 	if unknown {
 		return v1alpha1.RolloutUnknown
@@ -181,12 +198,24 @@ func ready(st v1alpha1.FederationClusterStatus, missing, disconnected []string, 
 	return c
 }
 
-func progressing(fc *v1alpha1.FederationCluster, plan rollout.Plan) metav1.Condition {
+// progressing derives the Progressing condition from the plan and from the
+// same facts as the rollout phases: Complete only when no operation is
+// held, every component's rollout is Done and every desired pod is updated.
+// When the planner holds no operation but those facts say otherwise, the
+// reason is a member fedop cannot see (Unknown: whether the rollout is done
+// cannot be told) or, were the planner ever to stop short, Waiting, never
+// Complete.
+func progressing(paused bool, st v1alpha1.FederationClusterStatus, plan rollout.Plan, unknown bool) metav1.Condition {
 	c := metav1.Condition{Type: v1alpha1.ConditionProgressing, Status: metav1.ConditionTrue, Message: plan.Message}
 	switch {
+	case plan.Operation == nil && unknown:
+		c.Status, c.Reason = metav1.ConditionUnknown, v1alpha1.ReasonMemberDisconnected
+		c.Message = "whether every pod is at its update revision cannot be told while a member cluster is not connected"
+	case plan.Operation == nil && !rolledOut(st):
+		c.Reason = v1alpha1.ReasonWaiting
 	case plan.Operation == nil:
 		c.Status, c.Reason = metav1.ConditionFalse, v1alpha1.ReasonComplete
-	case fc.Spec.Paused && plan.Delete == nil && len(plan.Create) == 0:
+	case paused && plan.Delete == nil && len(plan.Create) == 0:
 		c.Status, c.Reason = metav1.ConditionFalse, v1alpha1.ReasonPaused
 	default:
 		c.Reason = map[v1alpha1.OperationType]string{
@@ -199,4 +228,34 @@ func progressing(fc *v1alpha1.FederationCluster, plan rollout.Plan) metav1.Condi
 		c.Message = c.Message[:32765] + "..."
 	}
 	return c
+}
+
+// rolledOut reports whether st describes a finished rollout: every
+// component Done and every desired pod at its update revision.
+func rolledOut(st v1alpha1.FederationClusterStatus) bool {
+	for _, cs := range st.Components {
+		if cs.Rollout != v1alpha1.RolloutDone {
+			return false
+		}
+	}
+	return st.UpdatedReplicas == st.Replicas
+}
+
+// reportNameConflicts turns Progressing into a report of the pods fedop
+// could not create because another pod holds the name (conflicts, from
+// the last act): True, as the operation goes on around them, with reason
+// PodNameTaken and a message naming them.
+func reportNameConflicts(st *v1alpha1.FederationClusterStatus, generation int64, conflicts []string) {
+	if len(conflicts) == 0 {
+		return
+	}
+	c := meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionProgressing)
+	msg := strings.Join(conflicts, "; ") + ": fedop does not adopt a pod it did not create; delete or rename it"
+	if c != nil && c.Message != "" {
+		msg += "; " + c.Message
+	}
+	if len(msg) > 32768 {
+		msg = msg[:32765] + "..."
+	}
+	setCondition(st, generation, metav1.Condition{Type: v1alpha1.ConditionProgressing, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonPodNameTaken, Message: msg})
 }

@@ -10,8 +10,7 @@ import (
 )
 
 func TestPlacementStatus(t *testing.T) {
-	pv := &placementView{member: "k8s-a", revision: "new"}
-	rp := rollout.Placement{Member: "k8s-a", Replicas: 4, Pods: []rollout.Pod{
+	rp := rollout.Placement{Member: "k8s-a", Replicas: 4, Revision: "new", Pods: []rollout.Pod{
 		{Name: "p0", UID: "0", Revision: "new", Ready: true},
 		{Name: "p1", UID: "1", Revision: "old", Ready: true},
 		{Name: "p2", UID: "2", Revision: "old", Ready: false},
@@ -19,13 +18,13 @@ func TestPlacementStatus(t *testing.T) {
 		{Name: "p4", UID: "4", Revision: "new", Ready: true, Terminating: true},
 		{Name: "p5", Revision: "new"}, // expected, not yet seen
 	}}
-	got := placementStatus(pv, rp)
+	got := placementStatus(rp)
 	assert.Equal(t, v1alpha1.PlacementStatus{
 		Member: "k8s-a", Replicas: 4, ReadyReplicas: 3, UpdatedReplicas: 1,
 		CurrentRevision: "old", UpdateRevision: "new",
 	}, got)
 
-	done := placementStatus(pv, rollout.Placement{Replicas: 1, Pods: []rollout.Pod{{Name: "p0", UID: "0", Revision: "new", Ready: true}}})
+	done := placementStatus(rollout.Placement{Replicas: 1, Revision: "new", Pods: []rollout.Pod{{Name: "p0", UID: "0", Revision: "new", Ready: true}}})
 	assert.Equal(t, "new", done.CurrentRevision, "nothing outdated: current is the update revision")
 }
 

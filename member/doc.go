@@ -21,8 +21,10 @@
 //     kubeconfig (by sha256) starts and syncs a new cluster before the old
 //     one stops; a refused one stops it; a removed Secret forgets it.
 //   - Registry.Get, State and Names answer the federation controller;
-//     Registry.Source feeds a host controller with the events of every
-//     member cache and with member state changes.
+//     Registry.Watch starts a controller's watch (a source.Kind) on a
+//     member's cache once per connection, and Registry.Source tells the
+//     controller of member state changes through a channel: Cluster API's
+//     clustercache contract, built on controller-runtime's sources.
 //   - The gauge fedop_member_connected{member} in controller-runtime's
 //     metrics registry says which members are connected.
 //

@@ -42,10 +42,9 @@ type instance struct {
 	// ctx is the instance's context; it ends when the instance stops.
 	ctx    context.Context
 	cancel context.CancelFunc
-	// lastSink is the id of the last sink that was started when the
-	// instance added its event handlers: sinks with a greater id are
-	// attached when it is published.
-	lastSink uint64
+	// watches holds the names of the Watchers started on its cache
+	// (Registry.Watch), guarded by the registry's mu.
+	watches map[string]bool
 }
 
 // stop cancels the instance's context. It does not wait: the cache stops
@@ -83,7 +82,7 @@ func (r *Registry) start(name, hash string, cfg *rest.Config) (*instance, error)
 		cancel()
 		return nil, fmt.Errorf("creating the probe client: %w", err)
 	}
-	in := &instance{name: name, hash: hash, cluster: cl, prober: prober.RESTClient(), ctx: mctx, cancel: cancel}
+	in := &instance{name: name, hash: hash, cluster: cl, prober: prober.RESTClient(), ctx: mctx, cancel: cancel, watches: map[string]bool{}}
 
 	// Discovery (to map the Objects to resources) does not honour a
 	// context, so the whole preparation runs aside and the wait for it is
@@ -121,10 +120,10 @@ func (r *Registry) transform() toolscache.TransformFunc {
 	}
 }
 
-// prepare creates in's informers for Options.Objects, adds the event
-// handlers of the sinks started so far, starts the cluster under mctx and
-// waits, until syncCtx ends, for its cache to sync. The informers are
-// created before the cache starts so that they are among what it syncs.
+// prepare creates in's informers for Options.Objects, starts the cluster
+// under mctx and waits, until syncCtx ends, for its cache to sync. The
+// informers are created before the cache starts so that they are among
+// what it syncs.
 func (r *Registry) prepare(mctx, syncCtx context.Context, in *instance) error {
 	c := in.cluster.GetCache()
 	for _, obj := range r.opts.Objects {
@@ -134,12 +133,6 @@ func (r *Registry) prepare(mctx, syncCtx context.Context, in *instance) error {
 			return fmt.Errorf("creating the informer for %T: %w", obj, err)
 		}
 		in.informers = append(in.informers, inf)
-	}
-
-	sinks, last := r.snapshotSinks()
-	in.lastSink = last
-	for _, s := range sinks {
-		in.attach(s)
 	}
 
 	r.mu.Lock()

@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 )
 
 const (
@@ -79,15 +80,14 @@ const (
 	defaultProbePeriod      = 10 * time.Second
 	defaultFailureThreshold = 3
 	defaultSyncTimeout      = 30 * time.Second
-	// managedByLabel and managedByValue select what fedop created in member
-	// clusters (the app.kubernetes.io/managed-by recommended label), so that
-	// a member cache never holds the member's other objects.
-	managedByLabel = "app.kubernetes.io/managed-by"
-	managedByValue = "fedop"
 )
 
-// Options configures a Registry. The zero value is usable: every field has
-// a default.
+// errNoCacheSelector is SetupWithManager's error for Options without a
+// CacheSelector.
+var errNoCacheSelector = errors.New("member.Options.CacheSelector is required: without it a member cache would hold every object of its kinds in the member")
+
+// Options configures a Registry. CacheSelector is required; every other
+// field has a default.
 type Options struct {
 	// Namespace is the host namespace holding registration Secrets.
 	// Default DefaultNamespace.
@@ -110,12 +110,13 @@ type Options struct {
 	Scheme *runtime.Scheme
 	// CacheSelector restricts every informer of every member cache (the
 	// cache's DefaultLabelSelector): objects it does not match are never
-	// listed, watched or stored. Default app.kubernetes.io/managed-by=fedop.
+	// listed, watched or stored. Required: the caller knows which labels
+	// mark its objects (fedop: app.kubernetes.io/managed-by=fedop).
 	CacheSelector labels.Selector
 	// Objects are the kinds whose informers every member cache creates and
-	// syncs before the member counts as connected, and whose events reach
-	// Source. Default Pod and Service. Other kinds can still be read
-	// through the member's client; their informers start on first use.
+	// syncs before the member counts as connected. Default Pod and
+	// Service. Other kinds can still be read through the member's client
+	// or watched (Watch); their informers start on first use.
 	Objects []client.Object
 	// Transform, if set, is applied to every object before a member cache
 	// stores it, after managedFields are stripped (federation.TrimPod keeps
@@ -140,9 +141,6 @@ func (o Options) withDefaults() Options {
 	}
 	if o.Scheme == nil {
 		o.Scheme = clientgoscheme.Scheme
-	}
-	if o.CacheSelector == nil {
-		o.CacheSelector = labels.SelectorFromSet(labels.Set{managedByLabel: managedByValue})
 	}
 	if len(o.Objects) == 0 {
 		o.Objects = []client.Object{&corev1.Pod{}, &corev1.Service{}}
@@ -171,8 +169,9 @@ type State struct {
 }
 
 // Registry turns member cluster registration Secrets into one running
-// cluster.Cluster per member, probes their health and fans their events out
-// to Sources. Create it with NewRegistry and start it with SetupWithManager;
+// cluster.Cluster per member, probes their health, starts watches on their
+// caches for a controller (Watch) and tells it of member state changes
+// (Source). Create it with NewRegistry and start it with SetupWithManager;
 // its methods are safe for concurrent use.
 type Registry struct {
 	opts Options
@@ -191,25 +190,24 @@ type Registry struct {
 	recorder events.EventRecorder
 	log      logr.Logger
 
-	// mu guards members, sinks, lastSink and stopped, and keeps the
-	// fedop_member_connected gauge in step with members. Nothing that can
-	// block or call out (starting, syncing, cancelling or waiting for a
-	// cluster, adding event handlers, enqueueing, calling a map function)
-	// happens while it is held.
+	// mu guards members, the watches of their instances, events and
+	// stopped, and keeps the fedop_member_connected gauge in step with
+	// members. Nothing that can block or call out (starting, syncing,
+	// cancelling or waiting for a cluster, starting a watch, sending an
+	// event) happens while it is held.
 	mu sync.Mutex
 	// members holds every registered member, by name.
 	members map[string]*member
-	// sinks holds the started Sources, by id; ids grow from 1 so that an
-	// instance can tell which sinks appeared after it added its handlers.
-	sinks    map[uint64]*sink
-	lastSink uint64
+	// events carries member state changes to Source's controller; nil
+	// until Source is called.
+	events chan event.GenericEvent
 	// stopped is set when the manager stops; no member starts after it.
 	stopped bool
 
 	// initial is closed once every registration Secret that existed when
 	// the manager started has had its first connection attempt (or
 	// SyncTimeout passed): until then a member's absence means "not read
-	// yet", not "not registered". Sources wait for it (WaitForSync).
+	// yet", not "not registered". Source's controller waits for it.
 	initial chan struct{}
 }
 
@@ -233,7 +231,6 @@ func NewRegistry(opts Options) *Registry {
 		cancel:  cancel,
 		log:     logr.Discard(),
 		members: map[string]*member{},
-		sinks:   map[uint64]*sink{},
 		initial: make(chan struct{}),
 	}
 }
@@ -357,27 +354,21 @@ func (r *Registry) syncFailed(name string, err error) (changed bool) {
 }
 
 // publish makes inst name's cluster and returns the one it replaces (to be
-// stopped outside the lock) and the sinks started after inst added its
-// handlers (to be attached outside the lock). ok is false when inst must
-// not run: the registry stopped, or the member was removed.
-func (r *Registry) publish(name string, inst *instance) (old *instance, missing []*sink, ok bool) {
+// stopped outside the lock). ok is false when inst must not run: the
+// registry stopped, or the member was removed.
+func (r *Registry) publish(name string, inst *instance) (old *instance, ok bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	m, found := r.members[name]
 	if r.stopped || !found {
-		return nil, nil, false
+		return nil, false
 	}
 	old = m.inst
 	m.inst = inst
 	m.failures = 0
 	m.state = State{Name: name, Registered: true, Connected: true, LastProbeTime: m.state.LastProbeTime}
 	memberConnected.WithLabelValues(name).Set(1)
-	for id, s := range r.sinks {
-		if id > inst.lastSink {
-			missing = append(missing, s)
-		}
-	}
-	return old, missing, true
+	return old, true
 }
 
 // remove forgets name and returns its running cluster, for the caller to

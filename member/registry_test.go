@@ -18,6 +18,7 @@ import (
 	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/clientcmd"
@@ -28,6 +29,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 	"sigs.k8s.io/controller-runtime/pkg/config"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -81,15 +83,23 @@ func TestRegistry(t *testing.T) {
 	})
 	require.NoError(t, err)
 	reg := member.NewRegistry(member.Options{
-		ProbePeriod: 500 * time.Millisecond,
-		SyncTimeout: 3 * time.Second,
+		CacheSelector: labels.SelectorFromSet(fedopLabels),
+		ProbePeriod:   500 * time.Millisecond,
+		SyncTimeout:   3 * time.Second,
 	})
 	require.NoError(t, reg.SetupWithManager(mgr))
 	seen := newCalls()
-	require.NoError(t, ctrl.NewControllerManagedBy(mgr).
+	sink, err := ctrl.NewControllerManagedBy(mgr).
 		Named("test-sink").
-		WatchesRawSource(reg.Source(seen.objMap, seen.memberMap)).
-		Complete(reconcile.Func(seen.reconcile)))
+		WatchesRawSource(reg.Source(seen.memberMap)).
+		Build(reconcile.Func(seen.reconcile))
+	require.NoError(t, err)
+	// watchPods starts the sink's pod watch on member name, as a
+	// reconciler does on every reconcile that reads the member.
+	watchPods := func(t *testing.T, name string) {
+		t.Helper()
+		require.NoError(t, reg.Watch(ctx, name, seen.podWatcher(sink, "pods", name)))
+	}
 
 	mgrCtx, stopMgr := context.WithCancel(ctx)
 	mgrDone := make(chan error, 1)
@@ -114,6 +124,7 @@ func TestRegistry(t *testing.T) {
 			assert.True(t, ok, "no fedop_member_connected series for %s", name)
 			assert.Equal(t, 1.0, v)
 			assert.Positive(t, seen.members(name), "memberMap not called for %s", name)
+			watchPods(t, name)
 			assert.Eventually(t, func() bool { return seen.reconciled(types.NamespacedName{Name: name}) }, wait, tick,
 				"the request memberMap returned for %s was not reconciled", name)
 		}
@@ -143,15 +154,21 @@ func TestRegistry(t *testing.T) {
 		assert.NoError(t, cl.GetAPIReader().Get(ctx, client.ObjectKey{Namespace: "default", Name: "unlabelled"}, &got))
 	})
 
-	t.Run("a source started later sees the existing members and objects", func(t *testing.T) {
-		late := newCalls()
-		require.NoError(t, ctrl.NewControllerManagedBy(mgr).
-			Named("late-sink").
-			WatchesRawSource(reg.Source(late.objMap, late.memberMap)).
-			Complete(reconcile.Func(late.reconcile)))
-		assert.Eventually(t, func() bool {
-			return late.objects("k8s-a/default/labelled") > 0 && late.members("k8s-a") > 0 && late.members("k8s-b") > 0
-		}, wait, tick)
+	t.Run("a watch is started once per connection, and a later one sees the existing objects", func(t *testing.T) {
+		before := seen.objects("k8s-a/default/labelled")
+		watchPods(t, "k8s-a") // the same watch again: nothing new starts
+		late := seen.podWatcher(sink, "late", "k8s-a")
+		require.NoError(t, reg.Watch(ctx, "k8s-a", late))
+		require.NoError(t, reg.Watch(ctx, "k8s-a", late))
+		// The late watch replays the labelled pod once; the first does not
+		// again.
+		require.Eventually(t, func() bool { return seen.objects("late/k8s-a/default/labelled") == 1 }, wait, tick)
+		assert.Never(t, func() bool {
+			return seen.objects("late/k8s-a/default/labelled") > 1 || seen.objects("k8s-a/default/labelled") > before
+		}, time.Second, tick, "a watch started twice on one connection")
+
+		err := reg.Watch(ctx, "k8s-z", late)
+		assert.ErrorIs(t, err, member.ErrNotRegistered)
 	})
 
 	t.Run("refused registrations are recorded, not fatal", func(t *testing.T) {
@@ -213,6 +230,11 @@ func TestRegistry(t *testing.T) {
 		assert.Greater(t, seen.members("k8s-a"), before, "memberMap not called for the replacement")
 		var got corev1.Pod
 		assert.NoError(t, cl.GetClient().Get(ctx, client.ObjectKey{Namespace: "default", Name: "labelled"}, &got))
+		// A new connection: its cache has no watch until asked again.
+		replayed := seen.objects("k8s-a/default/labelled")
+		watchPods(t, "k8s-a")
+		assert.Eventually(t, func() bool { return seen.objects("k8s-a/default/labelled") > replayed }, wait, tick,
+			"the watch was not started on the new connection")
 
 		require.NoError(t, a.Client.Create(ctx, pod("after-rotation", fedopLabels)))
 		assert.Eventually(t, func() bool {
@@ -282,6 +304,8 @@ func TestRegistry(t *testing.T) {
 		require.NoError(t, host.Create(ctx, registration("k8s-b2", member.KubeconfigKey, b.Kubeconfig)))
 		requireConnected(t, reg, "k8s-b2")
 		requireConnected(t, reg, "k8s-a")
+		err := reg.Watch(ctx, "silent", seen.podWatcher(sink, "pods", "silent"))
+		assert.ErrorIs(t, err, member.ErrDisconnected)
 	})
 
 	t.Run("failing probes disconnect a member and a success connects it again", func(t *testing.T) {
@@ -295,6 +319,7 @@ func TestRegistry(t *testing.T) {
 		})
 		require.NoError(t, host.Create(ctx, registration("k8s-p", member.KubeconfigKey, proxied)))
 		requireConnected(t, reg, "k8s-p")
+		watchPods(t, "k8s-p")
 		require.EventuallyWithT(t, func(c *assert.CollectT) {
 			assert.False(c, reg.State("k8s-p").LastProbeTime.IsZero())
 		}, wait, tick)
@@ -348,7 +373,7 @@ func TestRegistry(t *testing.T) {
 	})
 }
 
-// fedopLabels is what the default CacheSelector selects.
+// fedopLabels is what the test registry's CacheSelector selects.
 var fedopLabels = map[string]string{"app.kubernetes.io/managed-by": "fedop"}
 
 func registration(name, key string, kubeconfig []byte) *corev1.Secret {
@@ -451,8 +476,8 @@ func hasEvent(t *testing.T, c client.Client, name, eventType, reason string) boo
 	return false
 }
 
-// calls records what a Source's map functions and its controller's
-// reconciler were called with.
+// calls records what a Source's map function, the handlers of pod watches
+// and their controller's reconciler were called with.
 type calls struct {
 	mu        sync.Mutex
 	objectsBy map[string]int
@@ -464,16 +489,24 @@ func newCalls() *calls {
 	return &calls{objectsBy: map[string]int{}, membersBy: map[string]int{}, requests: map[types.NamespacedName]bool{}}
 }
 
-// objMap maps an object of member to the request member/name.
-func (c *calls) objMap(member string, obj client.Object) []reconcile.Request {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.objectsBy[member+"/"+obj.GetNamespace()+"/"+obj.GetName()]++
-	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: member, Name: obj.GetName()}}}
+// podWatcher returns a watch, named name, of the pods of member for ctrl:
+// each pod event is counted under member/namespace/name (prefixed by
+// name/ unless name is "pods") and maps to the request member/pod name.
+func (c *calls) podWatcher(ctrl member.SourceWatcher, name, memberName string) member.Watcher {
+	prefix := ""
+	if name != "pods" {
+		prefix = name + "/"
+	}
+	return member.KindWatcher(name, ctrl, &corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, obj client.Object) []reconcile.Request {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		c.objectsBy[prefix+memberName+"/"+obj.GetNamespace()+"/"+obj.GetName()]++
+		return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: memberName, Name: obj.GetName()}}}
+	}))
 }
 
 // memberMap maps member to the request with the member's name.
-func (c *calls) memberMap(member string) []reconcile.Request {
+func (c *calls) memberMap(_ context.Context, member string) []reconcile.Request {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.membersBy[member]++

@@ -46,8 +46,12 @@ const maxEventNote = 1000
 // the cache's Secrets to that namespace and label (ByObject) is advised:
 // otherwise the manager caches every Secret it can see. Events are
 // recorded on the Secrets with mgr's event recorder. It returns an error
-// when the controller or the Runnable cannot be added.
+// when Options.CacheSelector is missing or the controller or the Runnable
+// cannot be added.
 func (r *Registry) SetupWithManager(mgr ctrl.Manager) error {
+	if r.opts.CacheSelector == nil {
+		return errNoCacheSelector
+	}
 	r.reader = mgr.GetClient()
 	r.recorder = mgr.GetEventRecorder(controllerName)
 	r.log = mgr.GetLogger().WithName("member")
@@ -156,13 +160,10 @@ func (r *Registry) reconcileSecret(ctx context.Context, req reconcile.Request) (
 		}
 		return reconcile.Result{}, fmt.Errorf("starting member cluster %q: %w", name, err)
 	}
-	old, missing, ok := r.publish(name, in)
+	old, ok := r.publish(name, in)
 	if !ok {
 		in.stop()
 		return reconcile.Result{}, nil
-	}
-	for _, k := range missing {
-		in.attach(k)
 	}
 	// The new cluster serves before the old one stops, so Get never
 	// fails for a rotation.
@@ -220,7 +221,7 @@ func kubeconfigOf(secret *corev1.Secret) ([]byte, string) {
 // initialPass closes r.initial once every registration Secret present at
 // start has had its first connection attempt, bounded by SyncTimeout (plus
 // a margin): members connect in parallel, so a dead one delays the start by
-// at most that. Controllers watching a Source start their workers only
+// at most that. The controller of Source starts its workers only
 // after it, so their first reconciles do not mistake "not read yet" for "not
 // registered" and report members missing that are merely starting.
 func (r *Registry) initialPass(ctx context.Context) error {

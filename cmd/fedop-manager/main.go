@@ -22,8 +22,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
-	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/fedop-io/fedop/api/v1alpha1"
 	"github.com/fedop-io/fedop/federation"
@@ -126,6 +124,7 @@ func run() error {
 	}
 
 	memberOpts.Scheme = scheme
+	memberOpts.CacheSelector = v1alpha1.ManagedBySelector()
 	// Member caches keep of each pod only what the reconciler reads.
 	memberOpts.Transform = federation.TrimPod
 	registry := member.NewRegistry(memberOpts)
@@ -133,16 +132,14 @@ func run() error {
 		return fmt.Errorf("setting up the member registry: %w", err)
 	}
 	hostname, _ := os.Hostname()
-	rec := &federation.Reconciler{
-		Client:   mgr.GetClient(),
-		Members:  registry,
-		Recorder: mgr.GetEventRecorder("fedop-manager"),
-		Identity: fmt.Sprintf("%s_%d", hostname, os.Getpid()),
-		Source: func(objMap func(string, client.Object) []reconcile.Request, memberMap func(string) []reconcile.Request) source.Source {
-			return registry.Source(objMap, memberMap)
-		},
+	identity := fmt.Sprintf("%s_%d", hostname, os.Getpid())
+	rec := federation.NewReconciler(federation.Options{
+		Client:                  mgr.GetClient(),
+		Members:                 registry,
+		Recorder:                mgr.GetEventRecorder("fedop-manager"),
+		Identity:                identity,
 		MaxConcurrentReconciles: workers,
-	}
+	})
 	ctx := ctrl.SetupSignalHandler()
 	if err := rec.SetupWithManager(ctx, mgr); err != nil {
 		return fmt.Errorf("setting up the FederationCluster controller: %w", err)
@@ -154,6 +151,6 @@ func run() error {
 		return err
 	}
 	log.Info("Starting fedop-manager", "version", version.Get().Version, "commit", version.Get().Commit,
-		"memberNamespace", memberOpts.Namespace, "allowExecKubeconfigs", memberOpts.AllowExecKubeconfigs, "identity", rec.Identity)
+		"memberNamespace", memberOpts.Namespace, "allowExecKubeconfigs", memberOpts.AllowExecKubeconfigs, "identity", identity)
 	return mgr.Start(ctx)
 }

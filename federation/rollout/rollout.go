@@ -119,16 +119,41 @@ func ParseOrdinal(name, component, podName string) (int, bool) {
 }
 
 // Next returns the next step for s.
+//
+// When the operation s holds ends in this observation (a scale that
+// reached every placement's replicas, say) and the state calls for another
+// (outdated pods remain), Next plans that one at once, keeping the ended
+// step's completion: the reconcile that frees the mutex is also the one
+// that takes it again, so no outside event is needed for the federation to
+// reach its spec.
 func Next(s State) Plan {
 	p := planner{State: s}
 	op := s.Operation.DeepCopy()
 	if op == nil {
-		t := p.needed()
-		if t == "" {
-			return Plan{Message: "every pod is at its update revision and available"}
-		}
-		op = &v1alpha1.Operation{Type: t, StartedTime: metav1.NewTime(s.Now)}
+		return p.start()
 	}
+	plan := p.run(op)
+	if plan.Operation != nil {
+		return plan
+	}
+	next := p.start()
+	if next.Operation == nil {
+		next.Message = plan.Message
+	}
+	return withCompleted(next, plan)
+}
+
+// start takes the operation the observed state calls for, if any.
+func (p *planner) start() Plan {
+	t := p.needed()
+	if t == "" {
+		return Plan{Message: "every pod is at its update revision and available"}
+	}
+	return p.run(&v1alpha1.Operation{Type: t, StartedTime: metav1.NewTime(p.Now)})
+}
+
+// run plans the next step of operation op.
+func (p *planner) run(op *v1alpha1.Operation) Plan {
 	switch op.Type {
 	case v1alpha1.OperationInitialize:
 		return p.initialize(op)

@@ -6,12 +6,13 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/fedop-io/fedop/api/v1alpha1"
 )
 
-func TestStatusWritesUrgent(t *testing.T) {
+func TestStatusWriterUrgent(t *testing.T) {
 	op := &v1alpha1.Operation{Type: v1alpha1.OperationUpgrade, Component: "pd", Member: "a", Pod: "demo-pd-1", PodUID: "u1", Holder: "m1"}
 	base := func() *v1alpha1.FederationCluster {
 		return &v1alpha1.FederationCluster{
@@ -74,32 +75,37 @@ func TestStatusWritesUrgent(t *testing.T) {
 	})
 }
 
-func TestStatusWritesDefer(t *testing.T) {
-	w := newStatusWrites()
-	key := client.ObjectKey{Namespace: "db", Name: "demo"}
-	fc := &v1alpha1.FederationCluster{Status: v1alpha1.FederationClusterStatus{Operation: &v1alpha1.Operation{Type: v1alpha1.OperationUpgrade}}}
+func TestStatusWriterWait(t *testing.T) {
+	t0 := time.Date(2026, 11, 21, 7, 0, 0, 0, time.UTC)
+	w := newStatusWriter(clocktesting.NewFakePassiveClock(t0))
+	fc := &v1alpha1.FederationCluster{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "db", Name: "demo"},
+		Status:     v1alpha1.FederationClusterStatus{Operation: &v1alpha1.Operation{Type: v1alpha1.OperationUpgrade}},
+	}
+	key := client.ObjectKeyFromObject(fc)
 	next := fc.Status.DeepCopy()
 	next.ReadyReplicas = 1
-	t0 := time.Date(2026, 11, 21, 7, 0, 0, 0, time.UTC)
 
-	assert.Zero(t, w.defer_(key, fc, next, t0), "nothing written by this process yet: write now")
+	assert.Zero(t, w.wait(fc, next, t0), "nothing written by this process yet: write now")
 	w.wrote(key, t0, "41")
-	assert.Equal(t, statusRefresh-time.Second, w.defer_(key, fc, next, t0.Add(time.Second)), "a non-urgent change waits for the refresh")
-	assert.Zero(t, w.defer_(key, fc, next, t0.Add(statusRefresh)), "due after the refresh")
+	assert.Equal(t, statusRefresh-time.Second, w.wait(fc, next, t0.Add(time.Second)), "a non-urgent change waits for the refresh")
+	assert.Zero(t, w.wait(fc, next, t0.Add(statusRefresh)), "due after the refresh")
 	w.forget(key)
-	assert.Zero(t, w.defer_(key, fc, next, t0.Add(time.Second)))
+	assert.Zero(t, w.wait(fc, next, t0.Add(time.Second)))
 }
 
-func TestStatusWritesStale(t *testing.T) {
-	w := newStatusWrites()
+func TestStatusWriterBehind(t *testing.T) {
 	t0 := time.Date(2026, 11, 21, 7, 0, 0, 0, time.UTC)
+	clk := clocktesting.NewFakePassiveClock(t0)
+	w := newStatusWriter(clk)
 	fc := &v1alpha1.FederationCluster{ObjectMeta: metav1.ObjectMeta{Namespace: "db", Name: "demo", ResourceVersion: "41"}}
-	assert.False(t, w.stale(fc, t0), "nothing written yet")
+	assert.False(t, w.behind(fc), "nothing written yet")
 	w.wrote(client.ObjectKeyFromObject(fc), t0, "41")
-	assert.True(t, w.stale(fc, t0.Add(10*time.Millisecond)), "the cache still shows what the write replaced")
-	assert.False(t, w.stale(fc, t0.Add(staleFor)), "a cache that long behind is not waited for")
+	clk.SetTime(t0.Add(10 * time.Millisecond))
+	assert.True(t, w.behind(fc), "the cache still shows what the write replaced")
+	clk.SetTime(t0.Add(staleFor))
+	assert.False(t, w.behind(fc), "a cache that long behind is not waited for")
+	clk.SetTime(t0.Add(10 * time.Millisecond))
 	fc.ResourceVersion = "42"
-	assert.False(t, w.stale(fc, t0.Add(10*time.Millisecond)), "the cache caught up")
-	var none *statusWrites
-	assert.False(t, none.stale(fc, t0))
+	assert.False(t, w.behind(fc), "the cache caught up")
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -15,7 +16,6 @@ import (
 
 	"github.com/fedop-io/fedop/api/v1alpha1"
 	"github.com/fedop-io/fedop/federation/rollout"
-	"github.com/fedop-io/fedop/member"
 )
 
 // memberWriteTimeout bounds each write to a member. Reads come from caches
@@ -37,13 +37,25 @@ func (r *Reconciler) act(ctx context.Context, fc *v1alpha1.FederationCluster, ob
 		errs = append(errs, err)
 	}
 	key := client.ObjectKeyFromObject(fc)
+	deleted := false
+	var taken []string
 	for _, ref := range plan.Create {
-		if err := r.createPod(ctx, fc, obs, ref); err != nil {
+		err := r.createPod(ctx, fc, obs, ref)
+		var foreign *nameTakenError
+		switch {
+		case errors.As(err, &foreign):
+			taken = append(taken, foreign.Error())
+			if r.nameConflicts.add(key, foreign.Error()) {
+				r.recorder.Eventf(fc, nil, corev1.EventTypeWarning, EventPodNameTaken, "Create", "%s; fedop does not adopt it: delete or rename it", foreign)
+			}
 			errs = append(errs, err)
-			continue
+		case err != nil:
+			errs = append(errs, err)
+		default:
+			r.expectations.expectCreate(key, ref, obs.now)
 		}
-		r.expectations.expectCreate(key, ref, obs.now)
 	}
+	r.nameConflicts.set(key, taken)
 	if d := plan.Delete; d != nil {
 		mv := obs.members[d.Member]
 		if mv == nil || mv.cluster == nil {
@@ -59,27 +71,23 @@ func (r *Reconciler) act(ctx context.Context, fc *v1alpha1.FederationCluster, ob
 			// Gone already, or the name now holds another instance: this
 			// instance is gone either way.
 			r.expectations.expectDelete(key, *d, obs.now)
-			if plan.Completed != nil {
-				since := plan.CompletedAt
-				if r.readyClock != nil {
-					since = r.readyClock.availableAt(plan.Completed.UID, since)
-				}
-				stepOverhead.Observe(r.now().Sub(since).Seconds())
-			}
+			deleted = true
 		default:
 			errs = append(errs, fmt.Errorf("deleting pod %s in member %s: %w", d.Name, d.Member, err))
 		}
 	}
-	if plan.Completed != nil {
-		rolloutSteps.Inc()
-	}
+	r.steps.record(plan, deleted)
 	return errors.Join(errs...)
 }
 
 // createPod creates one planned pod. Pods are created, never applied: an
 // apply sent on a stale cache's word to a pod that still exists would change
 // it in place (a new image restarts its container), a disruption no step
-// accounted for. A pod that already exists is left as it is.
+// accounted for. A pod that already exists is left as it is: when it is
+// fedop's (the cache has not shown it yet) that is success; when it is not
+// (someone else created a pod by that name), fedop does not adopt it, as
+// the sample-controller does not adopt a Deployment it does not own, and
+// the error is a *nameTakenError.
 func (r *Reconciler) createPod(ctx context.Context, fc *v1alpha1.FederationCluster, obs *observation, ref rollout.PodRef) error {
 	pv := obs.placement(ref.Component, ref.Member)
 	mv := obs.members[ref.Member]
@@ -100,11 +108,90 @@ func (r *Reconciler) createPod(ctx context.Context, fc *v1alpha1.FederationClust
 		pod = desiredPod(fc, cv.spec, pv.spec, pv.template, pv.revision, ref.Name)
 		err = c.Create(ctx, pod, client.FieldOwner(v1alpha1.FieldManager))
 	}
-	if err != nil && !apierrors.IsAlreadyExists(err) {
+	if apierrors.IsAlreadyExists(err) {
+		return ownsExisting(ctx, mv.cluster.GetAPIReader(), fc, ref)
+	}
+	if err != nil {
 		return fmt.Errorf("creating pod %s in member %s: %w", ref.Name, ref.Member, err)
 	}
 	return nil
 }
+
+// nameTakenError says that a pod fedop would create exists in its member
+// and is not fedop's.
+type nameTakenError struct{ member, pod string }
+
+func (e *nameTakenError) Error() string {
+	return fmt.Sprintf("pod %s in member %s exists and was not created by fedop", e.pod, e.member)
+}
+
+// ownsExisting reads, past the cache (which holds fedop's pods only), the
+// pod ref names that a create found existing, and returns nil when it is
+// fedop's pod of that placement, a *nameTakenError when it is not.
+func ownsExisting(ctx context.Context, c client.Reader, fc *v1alpha1.FederationCluster, ref rollout.PodRef) error {
+	existing := &metav1.PartialObjectMetadata{}
+	existing.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Pod"))
+	if err := c.Get(ctx, client.ObjectKey{Namespace: fc.Namespace, Name: ref.Name}, existing); err != nil {
+		return fmt.Errorf("reading pod %s in member %s, which a create found existing: %w", ref.Name, ref.Member, err)
+	}
+	l := existing.Labels
+	if l[v1alpha1.LabelManagedBy] == v1alpha1.ManagedBy && l[v1alpha1.LabelInstance] == fc.Name &&
+		l[v1alpha1.LabelComponent] == ref.Component && l[v1alpha1.LabelMember] == ref.Member {
+		return nil
+	}
+	return &nameTakenError{member: ref.Member, pod: ref.Name}
+}
+
+// nameConflicts remembers, per FederationCluster, the pods fedop could not
+// create because another pod holds the name, as found by the last act: the
+// next status reports them, and each is recorded as an Event once.
+type nameConflicts struct {
+	// mu guards byFC.
+	mu   sync.Mutex
+	byFC map[client.ObjectKey][]string
+	// reported holds what has had its Event, by FederationCluster.
+	reported map[client.ObjectKey]map[string]bool
+}
+
+func newNameConflicts() *nameConflicts {
+	return &nameConflicts{byFC: map[client.ObjectKey][]string{}, reported: map[client.ObjectKey]map[string]bool{}}
+}
+
+// add reports whether msg is new for fc, noting it.
+func (n *nameConflicts) add(fc client.ObjectKey, msg string) bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.reported[fc] == nil {
+		n.reported[fc] = map[string]bool{}
+	}
+	if n.reported[fc][msg] {
+		return false
+	}
+	n.reported[fc][msg] = true
+	return true
+}
+
+// set replaces fc's conflicts with those the last act found.
+func (n *nameConflicts) set(fc client.ObjectKey, msgs []string) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if len(msgs) == 0 {
+		delete(n.byFC, fc)
+		delete(n.reported, fc)
+		return
+	}
+	n.byFC[fc] = msgs
+}
+
+// get returns fc's conflicts.
+func (n *nameConflicts) get(fc client.ObjectKey) []string {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return slices.Clone(n.byFC[fc])
+}
+
+// forget drops fc.
+func (n *nameConflicts) forget(fc client.ObjectKey) { n.set(fc, nil) }
 
 func ensureNamespace(ctx context.Context, c client.Client, name string) error {
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
@@ -176,45 +263,4 @@ func serviceDrifted(have, want *corev1.Service) bool {
 		wp = append(wp, port{p.Name, p.Port})
 	}
 	return !slices.Equal(hp, wp)
-}
-
-// recordTransitions records events for what this reconcile changed, after
-// its status write succeeded: an operation started or completed, a step
-// completed, a member disconnected or reconnected.
-func (r *Reconciler) recordTransitions(fc *v1alpha1.FederationCluster, before *v1alpha1.FederationClusterStatus, plan rollout.Plan, obs *observation) {
-	if r.Recorder == nil {
-		return
-	}
-	prev, next := before.Operation, plan.Operation
-	if c := plan.Completed; c != nil && prev != nil {
-		switch {
-		case prev.Type == v1alpha1.OperationUpgrade:
-			r.Recorder.Eventf(fc, nil, corev1.EventTypeNormal, "PodReplaced", "Upgrade", "Pod %s in member %s replaced at revision %s", c.Name, c.Member, c.Revision)
-		case prev.PodUID != "":
-			r.Recorder.Eventf(fc, nil, corev1.EventTypeNormal, "PodRemoved", "Scale", "Pod %s removed from member %s", c.Name, c.Member)
-		default:
-			r.Recorder.Eventf(fc, nil, corev1.EventTypeNormal, "PodAdded", "Scale", "Pod %s added to member %s", c.Name, c.Member)
-		}
-	}
-	switch {
-	case prev == nil && next != nil:
-		r.Recorder.Eventf(fc, nil, corev1.EventTypeNormal, "OperationStarted", string(next.Type), "%s started: %s", next.Type, plan.Message)
-	case prev != nil && next == nil:
-		r.Recorder.Eventf(fc, nil, corev1.EventTypeNormal, "OperationCompleted", string(prev.Type), "%s completed: %s", prev.Type, plan.Message)
-	case prev != nil && next != nil && prev.Type != next.Type:
-		r.Recorder.Eventf(fc, nil, corev1.EventTypeNormal, "OperationStarted", string(next.Type), "%s started: %s", next.Type, plan.Message)
-	}
-	was := map[string]bool{}
-	for _, m := range before.Members {
-		was[m.Name] = m.Connected
-	}
-	for name, mv := range obs.members {
-		connected, known := was[name]
-		switch {
-		case mv.cluster == nil && (connected || !known) && mv.state.Reason != member.ReasonConnecting:
-			r.Recorder.Eventf(fc, nil, corev1.EventTypeWarning, "MemberDisconnected", "Observe", "Member cluster %s is not connected: %s", name, memberMessage(mv))
-		case mv.cluster != nil && known && !connected:
-			r.Recorder.Eventf(fc, nil, corev1.EventTypeNormal, "MemberConnected", "Observe", "Member cluster %s is connected", name)
-		}
-	}
 }

@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	clocktesting "k8s.io/utils/clock/testing"
 )
 
 func readyPod(uid types.UID, ready bool, since time.Time) *corev1.Pod {
@@ -23,22 +24,24 @@ func readyPod(uid types.UID, ready bool, since time.Time) *corev1.Pod {
 	}
 }
 
-func TestReadyClock(t *testing.T) {
+func TestStepClock(t *testing.T) {
 	base := time.Date(2026, 11, 21, 9, 0, 0, 0, time.UTC)
+	clk := clocktesting.NewFakePassiveClock(base)
+	c := newStepClock(clk)
 	now := base
-	c := newReadyClock(func() time.Time { return now })
+	at := func(t time.Time) { now = t; clk.SetTime(t) }
 
 	// Ready at 09:00:00 by its condition (truncated), seen at .700.
-	now = base.Add(700 * time.Millisecond)
+	at(base.Add(700 * time.Millisecond))
 	c.observe(readyPod("a", true, base))
 	// A later event of the same pod does not move the first sighting.
-	now = base.Add(900 * time.Millisecond)
+	at(base.Add(900 * time.Millisecond))
 	c.observe(readyPod("a", true, base))
 	assert.Equal(t, base.Add(700*time.Millisecond), c.availableAt("a", base), "the sighting is later than the condition")
 	assert.Equal(t, base, c.availableAt("a", base), "a step completes once: the sighting is forgotten")
 
 	// minReadySeconds puts availability after the sighting: the condition wins.
-	now = base.Add(300 * time.Millisecond)
+	at(base.Add(300 * time.Millisecond))
 	c.observe(readyPod("b", true, base))
 	assert.Equal(t, base.Add(2*time.Second), c.availableAt("b", base.Add(2*time.Second)))
 
@@ -48,7 +51,7 @@ func TestReadyClock(t *testing.T) {
 	terminating := readyPod("d", true, base)
 	terminating.DeletionTimestamp = &metav1.Time{Time: now}
 	c.observe(terminating)
-	now = base.Add(time.Hour)
+	at(base.Add(time.Hour))
 	c.observe(readyPod("e", true, base))
 	for _, uid := range []types.UID{"c", "d", "e"} {
 		assert.Equal(t, base, c.availableAt(uid, base), "pod %s", uid)
@@ -56,7 +59,7 @@ func TestReadyClock(t *testing.T) {
 
 	// Sightings that were never used are dropped after keepFor.
 	c.observe(readyPod("f", true, now))
-	now = now.Add(keepFor + time.Second)
+	at(now.Add(keepFor + time.Second))
 	c.observe(readyPod("g", true, now))
 	c.mu.Lock()
 	_, kept := c.seen["f"]

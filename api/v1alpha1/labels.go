@@ -1,0 +1,41 @@
+package v1alpha1
+
+import "k8s.io/apimachinery/pkg/labels"
+
+// Labels fedop sets on every object it creates in a member cluster.
+const (
+	// LabelManagedBy marks fedop's objects; member caches are restricted to
+	// objects carrying it with value ManagedBy.
+	LabelManagedBy = "app.kubernetes.io/managed-by"
+	// ManagedBy is LabelManagedBy's value.
+	ManagedBy = "fedop"
+	// LabelInstance holds the FederationCluster's name.
+	LabelInstance = "app.kubernetes.io/instance"
+	// LabelComponent holds the component's name.
+	LabelComponent = "app.kubernetes.io/component"
+	// LabelMember holds the member cluster's name.
+	LabelMember = "fedop.io/member"
+	// LabelRevision, on pods, holds the hash of the placement's effective
+	// pod template the pod was created from.
+	LabelRevision = "fedop.io/revision"
+)
+
+const (
+	// Finalizer keeps a FederationCluster until fedop has deleted what it
+	// created in every member.
+	Finalizer = "fedop.io/cleanup"
+	// AnnotationSkipUnreachableCleanup, set to "true" on a FederationCluster
+	// being deleted, lets the finalizer go although some member could not be
+	// cleaned because it is unreachable.
+	AnnotationSkipUnreachableCleanup = "fedop.io/skip-unreachable-cleanup"
+	// FieldManager is the server-side apply field manager of fedop's writes
+	// to member objects.
+	FieldManager = "fedop"
+)
+
+// ManagedBySelector selects the objects fedop created in a member cluster:
+// the selector of every member cache (member.Options.CacheSelector), so
+// that a member's other objects are never listed, watched or stored.
+func ManagedBySelector() labels.Selector {
+	return labels.SelectorFromSet(labels.Set{LabelManagedBy: ManagedBy})
+}

@@ -1,0 +1,54 @@
+// Package rollouttest holds test support for the rollout planner, shared
+// by the planner's own tests and by the tests of the packages that turn a
+// plan into status and actions: builders for observed states and the
+// planner's decision table. It is imported by tests only.
+package rollouttest
+
+import (
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/fedop-io/fedop/api/v1alpha1"
+	"github.com/fedop-io/fedop/federation/rollout"
+)
+
+// T0 is the time of every state the builders make.
+var T0 = time.Date(2026, 11, 21, 6, 0, 0, 0, time.UTC)
+
+// Pods returns pods of component c of the FederationCluster "demo" at
+// revision rev with the given ordinals, Ready for an hour, each with a UID
+// that says its name and revision (demo-pd-0@r1).
+func Pods(c, rev string, ordinals ...int) []rollout.Pod {
+	var out []rollout.Pod
+	for _, o := range ordinals {
+		name := rollout.PodName("demo", c, o)
+		out = append(out, rollout.Pod{Name: name, UID: types.UID(name + "@" + rev), Ordinal: o, Revision: rev, Ready: true, ReadySince: T0.Add(-time.Hour)})
+	}
+	return out
+}
+
+// Placement returns a connected placement in member.
+func Placement(member string, replicas int32, rev string, ps ...rollout.Pod) rollout.Placement {
+	return rollout.Placement{Member: member, Replicas: replicas, Revision: rev, Connected: true, Pods: ps}
+}
+
+// State returns the state of FederationCluster "demo" at T0 holding op.
+func State(op *v1alpha1.Operation, cs ...rollout.Component) rollout.State {
+	return rollout.State{Name: "demo", Components: cs, Operation: op, Now: T0}
+}
+
+// Op returns an operation taken a minute before T0.
+func Op(t v1alpha1.OperationType, component, member, pod string, uid types.UID) *v1alpha1.Operation {
+	return &v1alpha1.Operation{Type: t, Component: component, Member: member, Pod: pod, PodUID: uid, StartedTime: metav1.NewTime(T0.Add(-time.Minute))}
+}
+
+// Names returns refs as member/name.
+func Names(refs []rollout.PodRef) []string {
+	var out []string
+	for _, r := range refs {
+		out = append(out, r.Member+"/"+r.Name)
+	}
+	return out
+}
