@@ -17,8 +17,6 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 image=$1
 base=${2:-$ROOT/config/default}
 [[ -f $base/kustomization.yaml ]] || die "$base has no kustomization.yaml"
-[[ $image =~ ^[a-z0-9]([-a-z0-9._/:]*[a-z0-9])?(@sha256:[0-9a-f]{64})?$ ]] ||
-  die "image '$image' is not name[:tag] or name@sha256:digest"
 
 # Split IMAGE the way kustomize's `edit set image` does: a digest after @,
 # else a tag after the last colon that comes after the last slash (a colon
@@ -29,6 +27,13 @@ if [[ $image == *@* ]]; then
 elif [[ ${image##*/} == *:* ]]; then
   name=${image%:*} tag=${image##*:}
 fi
+# The reference grammar of the distribution project, simplified: a
+# lowercase name (with an optional registry host and port), a tag of up to
+# 128 word characters, dots and dashes, or a sha256 digest.
+[[ $name =~ ^[a-z0-9]([-a-z0-9._/:]*[a-z0-9])?$ ]] &&
+  [[ -z $tag || $tag =~ ^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$ ]] &&
+  [[ -z $digest || $digest =~ ^sha256:[0-9a-f]{64}$ ]] ||
+  die "image '$image' is not name[:tag] or name@sha256:digest"
 
 # kustomize refuses absolute paths to resources, so the overlay names the
 # base by a path relative to itself.
