@@ -10,9 +10,23 @@ LAB_DIR ?= $(ROOT)/.lab
 MEMBERS ?= k8s-a k8s-b
 export LAB_DIR MEMBERS
 
+## The image `make docker-build`, `deploy` and `build-installer` use.
+IMG ?= fedop-manager:latest
+CONTAINER_TOOL ?= docker
+
+## Version stamping: `fedop-manager --version` prints these, and the manager
+## logs them at start (internal/version). VERSION is `git describe`
+## (a tag, or the short commit), with -dirty for uncommitted changes.
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+COMMIT ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
+VERSION_PKG := github.com/fedop-io/fedop/internal/version
+MANAGER_LDFLAGS := -X $(VERSION_PKG).version=$(VERSION) -X $(VERSION_PKG).commit=$(COMMIT)
+
 ## Tools: every binary below is pinned by hack/tools/go.mod and built from
 ## Go modules, so nothing is downloaded but modules.
-TOOLS_MOD := hack/tools/go.mod hack/tools/go.sum
+# The binaries depend on go.mod alone: it decides every version, and go.sum
+# only records hashes (tidying it must not rebuild the control plane).
+TOOLS_MOD := hack/tools/go.mod
 tool_version = $(shell awk '$$1 == "$(1)" { print $$2 }' hack/tools/go.mod)
 KUBE_VERSION := $(call tool_version,k8s.io/kubernetes)
 KUBE_MINOR := $(word 2,$(subst ., ,$(KUBE_VERSION)))
@@ -67,6 +81,15 @@ $(BIN)/controller-gen: $(TOOLS_MOD)
 
 $(BIN)/kind: $(TOOLS_MOD)
 	$(call go_build,$@,sigs.k8s.io/kind,-s -w)
+
+# golangci-lint has a module of its own (hack/tools/lint/go.mod says why);
+# `make tools` does not build it, `make lint` does.
+LINT_MOD := hack/tools/lint/go.mod
+GOLANGCI_LINT := $(BIN)/golangci-lint
+
+$(GOLANGCI_LINT): $(LINT_MOD)
+	@echo "Building golangci-lint with kube-api-linter (the first build takes minutes)"
+	@cd hack/tools/lint && go build -ldflags "-s -w" -o $@ sigs.k8s.io/kube-api-linter/cmd/golangci-lint-kube-api-linter
 
 ##@ Lab
 
@@ -129,14 +152,34 @@ manifests: $(CONTROLLER_GEN) ## Generate the CRD and RBAC manifests under config
 generate: $(CONTROLLER_GEN) ## Generate deep-copy code for the API types.
 	$(CONTROLLER_GEN) object paths=./api/...
 
+# Every Go module whose go.mod and go.sum `make verify` checks are tidy.
+GO_MODULES := . hack/tools hack/tools/lint
+
 .PHONY: verify
-verify: manifests generate ## Fail when generated files are stale or code is not gofmt'ed.
+verify: manifests generate ## Fail when generated files are stale, code is not gofmt'ed, or a go.mod is not tidy.
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo "gofmt: files above need formatting (make fmt)"; exit 1; }
-	@git diff --exit-code -- config api || { echo "generated files are stale: run 'make manifests generate' and commit"; exit 1; }
+	@test -z "$$(git status --porcelain -- config api)" || { git status --short -- config api; git diff -- config api; echo "generated files are stale: run 'make manifests generate' and commit"; exit 1; }
+	@for m in $(GO_MODULES); do (cd $$m && go mod tidy -diff) || { echo "$$m/go.mod is not tidy: run 'cd $$m && go mod tidy' and commit"; exit 1; }; done
+
+.PHONY: verify-installer
+verify-installer: tools ## Render dist/install.yaml, apply it to a lab host of its own, and run the manager it describes with its RBAC; checks secure metrics.
+	hack/verify-installer.sh
+
+.PHONY: verify-dashboard
+verify-dashboard: tools ## Run every query of config/grafana/dashboard.json in Debian's Prometheus scraping a lab's manager over HTTPS (not in CI).
+	hack/verify-dashboard.sh
+
+.PHONY: lint
+lint: $(GOLANGCI_LINT) ## Run golangci-lint (.golangci.yml), kube-api-linter on api/.
+	$(GOLANGCI_LINT) run
+
+.PHONY: lint-fix
+lint-fix: $(GOLANGCI_LINT) ## Run golangci-lint and apply the fixes it can.
+	$(GOLANGCI_LINT) run --fix
 
 .PHONY: build
-build: ## Build bin/fedop-manager.
-	go build -o $(BIN)/fedop-manager ./cmd/fedop-manager
+build: ## Build bin/fedop-manager, stamped with VERSION and COMMIT.
+	go build -ldflags "$(MANAGER_LDFLAGS)" -o $(BIN)/fedop-manager ./cmd/fedop-manager
 
 .PHONY: install
 install: $(KUBECTL) ## Install the CRD into the cluster in KUBECONFIG (the lab host: KUBECONFIG=.lab/host.kubeconfig).
@@ -149,7 +192,32 @@ uninstall: $(KUBECTL) ## Remove the CRD (and every FederationCluster) from the c
 
 .PHONY: run
 run: ## Run fedop-manager locally against the cluster in KUBECONFIG.
-	go run ./cmd/fedop-manager $(ARGS)
+	go run -ldflags "$(MANAGER_LDFLAGS)" ./cmd/fedop-manager $(ARGS)
+
+##@ Deployment
+
+.PHONY: docker-build
+docker-build: ## Build the manager image IMG from the root Dockerfile (needs a registry to pull the Go and distroless bases).
+	$(CONTAINER_TOOL) build --build-arg VERSION=$(VERSION) --build-arg COMMIT=$(COMMIT) -t $(IMG) .
+
+.PHONY: docker-push
+docker-push: ## Push the manager image IMG.
+	$(CONTAINER_TOOL) push $(IMG)
+
+.PHONY: build-installer
+build-installer: $(KUBECTL) ## Write dist/install.yaml for IMG: CRD, namespace, RBAC, Deployment, metrics Service.
+	@mkdir -p dist
+	hack/manifests.sh $(IMG) >dist/install.yaml.tmp
+	@mv dist/install.yaml.tmp dist/install.yaml
+	@echo "Wrote dist/install.yaml for $(IMG); install with: kubectl apply --server-side -f dist/install.yaml"
+
+.PHONY: deploy
+deploy: $(KUBECTL) ## Deploy fedop with image IMG to the cluster in KUBECONFIG (config/default).
+	hack/manifests.sh $(IMG) | $(KUBECTL) apply --server-side -f -
+
+.PHONY: undeploy
+undeploy: $(KUBECTL) ## Remove fedop from the cluster in KUBECONFIG: every FederationCluster (and its pods in the members) first, then the rest.
+	hack/undeploy.sh $(IMG)
 
 .PHONY: fmt
 fmt: ## Run gofmt on the code.
@@ -161,6 +229,17 @@ vet: ## Run go vet.
 
 ##@ Test
 
+# test-unit runs the tests that start no API server and no lab, in
+# seconds. Left out, and run by `make test`: internal/testenv; federation/,
+# whose TestMain starts API servers for the whole package; member's
+# TestRegistry; e2e/ (build tag e2e).
+UNIT_PACKAGES = $(shell go list ./... | grep -v -e '/internal/testenv$$' -e '/federation$$' -e '/e2e$$')
+UNIT_SKIP := ^TestRegistry$$
+
+.PHONY: test-unit
+test-unit: ## Unit tests only (no API servers, no lab): seconds, for the edit-test loop.
+	go test -count=1 -skip '$(UNIT_SKIP)' $(UNIT_PACKAGES)
+
 .PHONY: test
 test: tools vet ## Unit and integration tests (real API servers from bin/), the lab smoke test, then the e2e suite on a lab.
 	KUBEBUILDER_ASSETS=$(BIN) go test -race -count=1 ./...
@@ -169,4 +248,4 @@ test: tools vet ## Unit and integration tests (real API servers from bin/), the 
 
 .PHONY: help
 help: ## Show this help.
-	@awk 'BEGIN {FS = ":.*##"} /^[a-zA-Z0-9_-]+:.*##/ { printf "  \033[36m%-14s\033[0m %s\n", $$1, $$2 } /^##@/ { printf "\n%s\n", substr($$0, 5) }' $(MAKEFILE_LIST)
+	@awk 'BEGIN {FS = ":.*##"} /^[a-zA-Z0-9_-]+:.*##/ { printf "  \033[36m%-18s\033[0m %s\n", $$1, $$2 } /^##@/ { printf "\n%s\n", substr($$0, 5) }' $(MAKEFILE_LIST)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -129,6 +130,59 @@ func specMembers(fc *v1alpha1.FederationCluster) map[string]bool {
 // as such, with no pods: its pods are unknown.
 func (r *Reconciler) observe(ctx context.Context, fc *v1alpha1.FederationCluster) (*observation, error) {
 	obs := &observation{now: r.clock.Now(), members: map[string]*memberView{}}
+	objs, err := r.readMembers(ctx, fc, obs)
+	if err != nil {
+		return nil, err
+	}
+	rec := readRecord(fc)
+	obs.ordinalsRecorded = rec.complete
+	a := &assembly{fc: fc, obs: obs, objs: objs, rec: rec, inSpec: specMembers(fc), lastKnown: map[string][]string{}}
+	for i := range fc.Spec.Components {
+		c := &fc.Spec.Components[i]
+		cv := a.component(c.Name, c)
+		named := map[string]bool{}
+		for j := range c.Topology {
+			named[c.Topology[j].Member] = true
+			if err := a.add(cv, c.Topology[j].Member, &c.Topology[j]); err != nil {
+				return nil, err
+			}
+		}
+		for _, m := range drainable(c.Name, named, rec.ordinals, objs.present) {
+			if err := a.add(cv, m, nil); err != nil {
+				return nil, err
+			}
+		}
+		obs.components = append(obs.components, cv)
+	}
+	// Components the spec no longer names: their pods are drained.
+	for _, name := range droppedComponents(fc, objs.present) {
+		cv := a.component(name, nil)
+		for _, m := range drainable(name, nil, rec.ordinals, objs.present) {
+			if err := a.add(cv, m, nil); err != nil {
+				return nil, err
+			}
+		}
+		if len(cv.placements) > 0 {
+			obs.components = append(obs.components, cv)
+		}
+	}
+	a.forget()
+	return obs, nil
+}
+
+// memberObjects is what readMembers found of fc in the member caches.
+type memberObjects struct {
+	pods     map[string][]*corev1.Pod   // member/component -> pods
+	services map[string]*corev1.Service // member/component -> Service
+	present  map[string]map[string]bool // member -> components with objects there
+}
+
+// readMembers fills obs.members with the members to consider (those fc's
+// spec or status names, and connected ones where fc has objects) and
+// returns fc's objects in their caches, starting the controller's watches
+// on every member it reads.
+func (r *Reconciler) readMembers(ctx context.Context, fc *v1alpha1.FederationCluster, obs *observation) (*memberObjects, error) {
+	objs := &memberObjects{pods: map[string][]*corev1.Pod{}, services: map[string]*corev1.Service{}, present: map[string]map[string]bool{}}
 	named := memberNames(fc)
 	candidates := slices.Clone(named)
 	for _, name := range r.members.Names() {
@@ -136,9 +190,6 @@ func (r *Reconciler) observe(ctx context.Context, fc *v1alpha1.FederationCluster
 			candidates = append(candidates, name)
 		}
 	}
-	pods := map[string][]*corev1.Pod{}       // member/component -> pods
-	services := map[string]*corev1.Service{} // member/component -> Service
-	present := map[string]map[string]bool{}  // member -> components with objects there
 	for _, name := range candidates {
 		mv := &memberView{state: r.members.State(name)}
 		cl, err := r.members.Get(name)
@@ -152,151 +203,145 @@ func (r *Reconciler) observe(ctx context.Context, fc *v1alpha1.FederationCluster
 			return nil, err
 		default:
 			mv.cluster = cl
-		}
-		if mv.cluster != nil {
-			var podList corev1.PodList
-			if err := cl.GetClient().List(ctx, &podList, client.InNamespace(fc.Namespace), instanceSelector(fc)); err != nil {
-				return nil, fmt.Errorf("listing pods of member %s from its cache: %w", name, err)
-			}
-			var svcList corev1.ServiceList
-			if err := cl.GetClient().List(ctx, &svcList, client.InNamespace(fc.Namespace), instanceSelector(fc)); err != nil {
-				return nil, fmt.Errorf("listing services of member %s from its cache: %w", name, err)
-			}
-			present[name] = map[string]bool{}
-			for i := range podList.Items {
-				pod := &podList.Items[i]
-				if pod.Labels[v1alpha1.LabelMember] != name {
-					continue // not created by fedop for this member
-				}
-				c := pod.Labels[v1alpha1.LabelComponent]
-				pods[name+"/"+c] = append(pods[name+"/"+c], pod)
-				present[name][c] = true
-			}
-			for i := range svcList.Items {
-				svc := &svcList.Items[i]
-				if svc.Labels[v1alpha1.LabelMember] != name {
-					continue
-				}
-				c := svc.Labels[v1alpha1.LabelComponent]
-				services[name+"/"+c] = svc
-				present[name][c] = true
+			if err := objs.read(ctx, cl.GetClient(), fc, name); err != nil {
+				return nil, err
 			}
 		}
-		if slices.Contains(named, name) || len(present[name]) > 0 {
+		if slices.Contains(named, name) || len(objs.present[name]) > 0 {
 			obs.members[name] = mv
 		}
 	}
+	return objs, nil
+}
 
-	recorded := map[string]map[string][]int{} // component -> member -> ordinals
-	next := map[string]*int32{}
-	obs.ordinalsRecorded = fc.Status.ObservedGeneration == 0
-	allRecorded := len(fc.Status.Components) > 0
+// read adds fc's pods and Services in member name's cache, those fedop
+// created for that member.
+func (o *memberObjects) read(ctx context.Context, c client.Reader, fc *v1alpha1.FederationCluster, name string) error {
+	var podList corev1.PodList
+	if err := c.List(ctx, &podList, client.InNamespace(fc.Namespace), instanceSelector(fc)); err != nil {
+		return fmt.Errorf("listing pods of member %s from its cache: %w", name, err)
+	}
+	var svcList corev1.ServiceList
+	if err := c.List(ctx, &svcList, client.InNamespace(fc.Namespace), instanceSelector(fc)); err != nil {
+		return fmt.Errorf("listing services of member %s from its cache: %w", name, err)
+	}
+	o.present[name] = map[string]bool{}
+	for i := range podList.Items {
+		pod := &podList.Items[i]
+		if pod.Labels[v1alpha1.LabelMember] != name {
+			continue // not created by fedop for this member
+		}
+		c := pod.Labels[v1alpha1.LabelComponent]
+		o.pods[name+"/"+c] = append(o.pods[name+"/"+c], pod)
+		o.present[name][c] = true
+	}
+	for i := range svcList.Items {
+		svc := &svcList.Items[i]
+		if svc.Labels[v1alpha1.LabelMember] != name {
+			continue
+		}
+		c := svc.Labels[v1alpha1.LabelComponent]
+		o.services[name+"/"+c] = svc
+		o.present[name][c] = true
+	}
+	return nil
+}
+
+// record is what status records of the ordinals.
+type record struct {
+	ordinals map[string]map[string][]int // component -> member -> ordinals
+	next     map[string]*int32
+	// complete: every component in status has nextOrdinal (fedop recorded
+	// them), or fc is new.
+	complete bool
+}
+
+func readRecord(fc *v1alpha1.FederationCluster) record {
+	rec := record{ordinals: map[string]map[string][]int{}, next: map[string]*int32{}}
+	all := len(fc.Status.Components) > 0
 	for _, cs := range fc.Status.Components {
-		next[cs.Name] = cs.NextOrdinal
-		allRecorded = allRecorded && cs.NextOrdinal != nil
-		recorded[cs.Name] = map[string][]int{}
+		rec.next[cs.Name] = cs.NextOrdinal
+		all = all && cs.NextOrdinal != nil
+		rec.ordinals[cs.Name] = map[string][]int{}
 		for _, ps := range cs.Members {
 			// A malformed record (a status edited by hand) is read as
 			// empty: the pods observed still say what they hold.
 			set, _ := rollout.ParseOrdinals(ps.Ordinals)
-			recorded[cs.Name][ps.Member] = set
+			rec.ordinals[cs.Name][ps.Member] = set
 		}
 	}
-	obs.ordinalsRecorded = obs.ordinalsRecorded || allRecorded
-
-	inSpec := specMembers(fc)
-	lastKnown := map[string][]string{} // forgotten member -> pods status recorded
-	add := func(cv *componentView, memberName string, spec *v1alpha1.Placement) error {
-		mv := obs.members[memberName]
-		ords := recorded[cv.name][memberName]
-		if spec == nil && (mv == nil || mv.cluster == nil) {
-			// A placement the spec no longer has, in a member fedop cannot
-			// see: its pods are unknown and not wanted. It leaves status;
-			// if the member comes back with pods, they are drained then.
-			if !inSpec[memberName] {
-				for _, o := range ords {
-					lastKnown[memberName] = append(lastKnown[memberName], rollout.PodName(fc.Name, cv.name, o))
-				}
-			}
-			return nil
-		}
-		pv := &placementView{member: memberName, spec: spec, pods: pods[memberName+"/"+cv.name], service: services[memberName+"/"+cv.name], ordinals: ords}
-		if spec != nil {
-			pv.template = EffectiveTemplate(cv.spec, spec)
-			rev, err := Revision(pv.template)
-			if err != nil {
-				return err
-			}
-			pv.revision = rev
-		} else if len(pv.pods) == 0 && pv.service == nil && len(ords) == 0 {
-			return nil // drained
-		}
-		cv.placements = append(cv.placements, pv)
-		return nil
-	}
-	component := func(name string, spec *v1alpha1.Component) *componentView {
-		cv := &componentView{name: name, spec: spec}
-		if n := next[name]; n != nil {
-			cv.nextOrdinal = int(*n)
-		}
-		return cv
-	}
-	for i := range fc.Spec.Components {
-		c := &fc.Spec.Components[i]
-		cv := component(c.Name, c)
-		named := map[string]bool{}
-		for j := range c.Topology {
-			named[c.Topology[j].Member] = true
-			if err := add(cv, c.Topology[j].Member, &c.Topology[j]); err != nil {
-				return nil, err
-			}
-		}
-		for _, m := range drainable(c.Name, named, recorded, present) {
-			if err := add(cv, m, nil); err != nil {
-				return nil, err
-			}
-		}
-		obs.components = append(obs.components, cv)
-	}
-	// Components the spec no longer names: their pods are drained.
-	for _, name := range droppedComponents(fc, present) {
-		cv := component(name, nil)
-		for _, m := range drainable(name, nil, recorded, present) {
-			if err := add(cv, m, nil); err != nil {
-				return nil, err
-			}
-		}
-		if len(cv.placements) > 0 {
-			obs.components = append(obs.components, cv)
-		}
-	}
-
-	// Members that no placement names and where fedop sees nothing of
-	// fc's leave status: drained, or out of sight and no longer wanted
-	// (a cluster lost for good and removed from the topology). They block
-	// nothing any more; the pods status last recorded in one out of sight
-	// are reported.
-	for name := range obs.members {
-		if inSpec[name] || len(present[name]) > 0 {
-			continue
-		}
-		delete(obs.members, name)
-		if len(lastKnown[name]) > 0 {
-			obs.forgotten = append(obs.forgotten, forgotten{member: name, pods: lastKnown[name]})
-		}
-	}
-	slices.SortFunc(obs.forgotten, func(a, b forgotten) int { return compareStrings(a.member, b.member) })
-	return obs, nil
+	rec.complete = all || fc.Status.ObservedGeneration == 0
+	return rec
 }
 
-func compareStrings(a, b string) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
+// assembly builds the observation's components from what was read.
+type assembly struct {
+	fc     *v1alpha1.FederationCluster
+	obs    *observation
+	objs   *memberObjects
+	rec    record
+	inSpec map[string]bool
+	// lastKnown holds, for each member leaving status, the pods status
+	// recorded there.
+	lastKnown map[string][]string
+}
+
+func (a *assembly) component(name string, spec *v1alpha1.Component) *componentView {
+	cv := &componentView{name: name, spec: spec}
+	if n := a.rec.next[name]; n != nil {
+		cv.nextOrdinal = int(*n)
 	}
-	return 0
+	return cv
+}
+
+// add adds the placement of cv in memberName (spec nil: one the spec no
+// longer has).
+func (a *assembly) add(cv *componentView, memberName string, spec *v1alpha1.Placement) error {
+	mv := a.obs.members[memberName]
+	ords := a.rec.ordinals[cv.name][memberName]
+	if spec == nil && (mv == nil || mv.cluster == nil) {
+		// A placement the spec no longer has, in a member fedop cannot
+		// see: its pods are unknown and not wanted. It leaves status; if
+		// the member comes back with pods, they are drained then.
+		if !a.inSpec[memberName] {
+			for _, o := range ords {
+				a.lastKnown[memberName] = append(a.lastKnown[memberName], rollout.PodName(a.fc.Name, cv.name, o))
+			}
+		}
+		return nil
+	}
+	key := memberName + "/" + cv.name
+	pv := &placementView{member: memberName, spec: spec, pods: a.objs.pods[key], service: a.objs.services[key], ordinals: ords}
+	if spec != nil {
+		pv.template = EffectiveTemplate(cv.spec, spec)
+		rev, err := Revision(pv.template)
+		if err != nil {
+			return err
+		}
+		pv.revision = rev
+	} else if len(pv.pods) == 0 && pv.service == nil && len(ords) == 0 {
+		return nil // drained
+	}
+	cv.placements = append(cv.placements, pv)
+	return nil
+}
+
+// forget takes out of the observation the members that no placement names
+// and where fedop sees nothing of fc's: drained, or out of sight and no
+// longer wanted (a cluster lost for good and removed from the topology).
+// They block nothing any more; those that status recorded pods in are
+// reported (observation.forgotten).
+func (a *assembly) forget() {
+	for name := range a.obs.members {
+		if a.inSpec[name] || len(a.objs.present[name]) > 0 {
+			continue
+		}
+		delete(a.obs.members, name)
+		if len(a.lastKnown[name]) > 0 {
+			a.obs.forgotten = append(a.obs.forgotten, forgotten{member: name, pods: a.lastKnown[name]})
+		}
+	}
+	slices.SortFunc(a.obs.forgotten, func(x, y forgotten) int { return strings.Compare(x.member, y.member) })
 }
 
 // drainable returns, sorted, the members where component has something

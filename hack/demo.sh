@@ -42,8 +42,9 @@ if [[ -f $MANAGER_PID ]] && kill -0 "$(cat "$MANAGER_PID")" 2>/dev/null; then
   echo "Stopping the previous fedop-manager (pid $(cat "$MANAGER_PID"))"
   kill "$(cat "$MANAGER_PID")" && sleep 1
 fi
-go build -o "$BIN/fedop-manager" "$ROOT/cmd/fedop-manager"
-KUBECONFIG=$HOST_KC nohup "$BIN/fedop-manager" --metrics-bind-address=127.0.0.1:18080 \
+make -s -C "$ROOT" build   # bin/fedop-manager, version-stamped
+# Plain HTTP metrics on localhost: curl http://127.0.0.1:18080/metrics.
+KUBECONFIG=$HOST_KC nohup "$BIN/fedop-manager" --metrics-bind-address=127.0.0.1:18080 --metrics-secure=false \
   --health-probe-bind-address=127.0.0.1:18081 >"$MANAGER_LOG" 2>&1 &
 echo $! >"$MANAGER_PID"
 for _ in $(seq 1 60); do

@@ -75,7 +75,7 @@ begin "CRD"
 wait_crd_established "$HOST_KC" federationclusters.fedop.io
 
 begin "Build fedop-manager"
-go build -o "$BIN/fedop-manager" "$ROOT/cmd/fedop-manager"
+make -s -C "$ROOT" build   # bin/fedop-manager, version-stamped
 
 begin "Suite"
 members=""

@@ -13,18 +13,6 @@ KUBECTL=$(kubectl_bin)
 passed=0
 failed=0
 
-check() {
-  local what=$1
-  shift
-  if "$@"; then
-    echo "ok   $what"
-    passed=$((passed + 1))
-  else
-    echo "FAIL $what"
-    failed=$((failed + 1))
-  fi
-}
-
 finish() {
   "$ROOT/hack/lab.sh" down >/dev/null 2>&1
   check "lab-down leaves no etcd, kube-* or kwok process" no_lab_process

@@ -8,6 +8,67 @@ BIN=${BIN:-$ROOT/bin}
 log() { printf '%s %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 die() { printf 'error: %s\n' "$*" >&2; exit 1; }
 
+# make_var prints the value of the Makefile's variable $1, so that scripts
+# and the Makefile share one definition. make's --eval adds a throwaway
+# target that prints it.
+make_var() {
+  make -s --no-print-directory -C "$ROOT" --eval "_fedop_print_var: ; @echo \$($1)" _fedop_print_var
+}
+
+# check runs "$@" and prints "ok   $1" or "FAIL $1" (a check explains a
+# failure on lines of its own, indented), counting into the caller's
+# variables passed and failed.
+check() {
+  local what=$1
+  shift
+  if "$@"; then
+    echo "ok   $what"
+    passed=$((passed + 1))
+  else
+    echo "FAIL $what"
+    failed=$((failed + 1))
+  fi
+}
+
+# free_port prints a free TCP port on 127.0.0.1, the first of the 200 from
+# $1 up that nothing answers on.
+free_port() {
+  local p
+  for ((p = $1; p < $1 + 200; p++)); do
+    if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
+      echo "$p"
+      return 0
+    fi
+  done
+  die "no free port in $1-$(($1 + 199))"
+}
+
+# poll runs "$@" (quietly) every half second until it succeeds, or fails
+# once $1 seconds have passed.
+poll() {
+  local deadline=$((SECONDS + $1))
+  shift
+  until "$@" >/dev/null 2>&1; do
+    ((SECONDS < deadline)) || return 1
+    sleep 0.5
+  done
+}
+
+# stop_pidfile ends the process whose pid file $1 names, waits up to 10s for
+# it to exit, and removes the file. It signals nothing unless the process's
+# command line starts with $2 (the binary): by the time a script stops its
+# process, the pid may belong to another one.
+stop_pidfile() {
+  local file=$1 binary=$2 pid
+  [[ -f $file ]] || return 0
+  pid=$(cat "$file")
+  if [[ $(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null) == "$binary "* ]]; then
+    kill "$pid" 2>/dev/null
+    poll 10 bash -c "! kill -0 $pid" || kill -9 "$pid" 2>/dev/null
+  fi
+  rm -f "$file"
+}
+
 # kubectl_bin prints the kubectl to use: the one `make tools` built, so the
 # client is on the same Kubernetes minor line as the servers, or else the one
 # on PATH.

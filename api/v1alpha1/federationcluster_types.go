@@ -67,7 +67,7 @@ type FederationClusterSpec struct {
 	// replaces the stuck pod at once. As for Deployments. 0 disables it; 0
 	// to 86400; default 600.
 	// +optional
-	// +kubebuilder:default=600
+	// +default=600
 	// +kubebuilder:validation:Minimum=0
 	// +kubebuilder:validation:Maximum=86400
 	ProgressDeadlineSeconds *int32 `json:"progressDeadlineSeconds,omitempty"`

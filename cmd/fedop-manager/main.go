@@ -5,6 +5,7 @@
 package main
 
 import (
+	"crypto/tls"
 	"flag"
 	"fmt"
 	"os"
@@ -19,10 +20,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/fedop-io/fedop/api/v1alpha1"
 	"github.com/fedop-io/fedop/federation"
+	"github.com/fedop-io/fedop/internal/version"
 	"github.com/fedop-io/fedop/member"
 )
 
@@ -41,7 +44,15 @@ func run() error {
 		memberOpts                                          member.Options
 		workers                                             int
 	)
-	flag.StringVar(&metricsAddr, "metrics-bind-address", ":8080", "The address the metrics endpoint binds to; \"0\" disables it.")
+	var (
+		secureMetrics, enableHTTP2, showVersion bool
+		metricsCertDir                          string
+	)
+	flag.StringVar(&metricsAddr, "metrics-bind-address", ":8443", "The address the metrics endpoint binds to; \"0\" disables it.")
+	flag.BoolVar(&secureMetrics, "metrics-secure", true, "Serve metrics over HTTPS, to clients that authenticate with a bearer token the host's TokenReview accepts and that a SubjectAccessReview allows to get /metrics (ClusterRole fedop-metrics-reader). false serves plain, unauthenticated HTTP: for labs and benchmarks only.")
+	flag.StringVar(&metricsCertDir, "metrics-cert-dir", "", "A directory holding the metrics server's tls.crt and tls.key (for example a mounted cert-manager Secret), reloaded when they change; when empty, or when either file is missing, a self-signed certificate is generated at start.")
+	flag.BoolVar(&enableHTTP2, "enable-http2", false, "Allow HTTP/2 on the metrics server. Off by default, as kubebuilder scaffolds, because of the HTTP/2 Stream Cancellation and Rapid Reset CVEs (GHSA-qppj-fm5r-hxr3, GHSA-4374-p667-p6c8).")
+	flag.BoolVar(&showVersion, "version", false, "Print the version and commit and exit.")
 	flag.StringVar(&probeAddr, "health-probe-bind-address", ":8081", "The address the health probe endpoint binds to; \"0\" disables it.")
 	flag.StringVar(&pprofAddr, "pprof-bind-address", "0", "The address the pprof endpoint (/debug/pprof/) binds to; \"0\" disables it. It serves profiles unauthenticated: bind it to localhost.")
 	flag.BoolVar(&leaderElect, "leader-elect", false, "Enable leader election, so that only one manager is active at a time.")
@@ -56,6 +67,10 @@ func run() error {
 	zapOpts := zap.Options{Development: false}
 	zapOpts.BindFlags(flag.CommandLine)
 	flag.Parse()
+	if showVersion {
+		fmt.Println("fedop-manager", version.Get())
+		return nil
+	}
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
 	log := ctrl.Log.WithName("setup")
 
@@ -76,9 +91,18 @@ func run() error {
 			leaderElectionNamespace = member.DefaultNamespace
 		}
 	}
+	// Metrics as kubebuilder serves them: HTTPS with authentication and
+	// authorization delegated to the host's API server, HTTP/1.1 only.
+	metricsOpts := metricsserver.Options{BindAddress: metricsAddr, SecureServing: secureMetrics, CertDir: metricsCertDir}
+	if secureMetrics {
+		metricsOpts.FilterProvider = filters.WithAuthenticationAndAuthorization
+	}
+	if !enableHTTP2 {
+		metricsOpts.TLSOpts = append(metricsOpts.TLSOpts, func(c *tls.Config) { c.NextProtos = []string{"http/1.1"} })
+	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                        scheme,
-		Metrics:                       metricsserver.Options{BindAddress: metricsAddr},
+		Metrics:                       metricsOpts,
 		HealthProbeBindAddress:        probeAddr,
 		PprofBindAddress:              pprofAddr,
 		LeaderElection:                leaderElect,
@@ -127,6 +151,7 @@ func run() error {
 	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
 		return err
 	}
-	log.Info("Starting fedop-manager", "memberNamespace", memberOpts.Namespace, "allowExecKubeconfigs", memberOpts.AllowExecKubeconfigs, "identity", identity)
+	log.Info("Starting fedop-manager", "version", version.Get().Version, "commit", version.Get().Commit,
+		"memberNamespace", memberOpts.Namespace, "allowExecKubeconfigs", memberOpts.AllowExecKubeconfigs, "identity", identity)
 	return mgr.Start(ctx)
 }

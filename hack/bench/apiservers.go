@@ -177,8 +177,8 @@ func memAvailable() (float64, error) {
 		return 0, err
 	}
 	for line := range strings.Lines(string(data)) {
-		if rest, ok := strings.CutPrefix(line, "MemAvailable:"); ok {
-			f := strings.Fields(rest)
+		if value, ok := strings.CutPrefix(line, "MemAvailable:"); ok {
+			f := strings.Fields(value)
 			if len(f) == 2 {
 				kb, err := strconv.ParseFloat(f[0], 64)
 				return kb * 1024, err
@@ -309,9 +309,9 @@ func (f *fleet) writeCerts() error {
 	// One serving certificate for every apiserver: they all listen on
 	// 127.0.0.1, only the port differs, and TLS names no port.
 	servingPEM, servingKeyPEM, err := sign(2, &x509.Certificate{
-		Subject:     pkix.Name{CommonName: "127.0.0.1"},
+		Subject:     pkix.Name{CommonName: loopback},
 		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")},
+		IPAddresses: []net.IP{net.ParseIP(loopback)},
 		DNSNames:    []string{"localhost"},
 	})
 	if err != nil {
@@ -496,8 +496,8 @@ func (f *fleet) startMember(ctx context.Context, m *apiMember) error {
 			filepath.Join(f.binDir, "kube-apiserver"),
 			"--etcd-servers", f.etcdURL,
 			"--etcd-prefix", "/" + m.name,
-			"--bind-address", "127.0.0.1",
-			"--advertise-address", "127.0.0.1",
+			"--bind-address", loopback,
+			"--advertise-address", loopback,
 			"--secure-port", strconv.Itoa(port),
 			"--tls-cert-file", file("serving.crt"),
 			"--tls-private-key-file", file("serving.key"),
@@ -604,7 +604,7 @@ func (f *fleet) cpuOf() float64 {
 }
 
 func (f *fleet) procs() []*proc {
-	var out []*proc
+	out := make([]*proc, 0, len(f.members))
 	for _, m := range f.members {
 		out = append(out, m.proc)
 	}

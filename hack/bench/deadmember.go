@@ -93,6 +93,8 @@ type deadResult struct {
 }
 
 // deadPhase runs item 6.
+//
+//nolint:gocyclo // One measurement from start to end, step by step, each with its own failure to report; split up it would be harder to follow.
 func (b *bench) deadPhase(ctx context.Context) error {
 	lab := b.options.members[:2]
 	nAPI := b.deadMembers - len(lab)
@@ -150,7 +152,8 @@ func (b *bench) deadPhase(ctx context.Context) error {
 	for _, name := range lab {
 		cfgs[name] = b.memberCfgs[name]
 	}
-	obs, err := startObserver(ctx, cfgs, namespace, labels.SelectorFromSet(labels.Set{v1alpha1.LabelManagedBy: v1alpha1.ManagedBy, v1alpha1.LabelInstance: live.Name}).String())
+	obs, err := startObserver(ctx, cfgs, namespace,
+		labels.SelectorFromSet(labels.Set{v1alpha1.LabelManagedBy: v1alpha1.ManagedBy, v1alpha1.LabelInstance: live.Name}).String())
 	if err != nil {
 		return err
 	}
@@ -194,7 +197,8 @@ func (b *bench) deadPhase(ctx context.Context) error {
 				return out, fmt.Errorf("%s: %w", when, err)
 			}
 			out = append(out, o)
-			b.logf("Item 6, round %d, every member up (%s): step overhead p50 %s p99 %s", round, when, ms(e2e.Percentile(o.steps.overheads, 50)), ms(e2e.Percentile(o.steps.overheads, 99)))
+			b.logf("Item 6, round %d, every member up (%s): step overhead p50 %s p99 %s",
+				round, when, ms(e2e.Percentile(o.steps.overheads, 50)), ms(e2e.Percentile(o.steps.overheads, 99)))
 		}
 		return out, nil
 	}
@@ -247,7 +251,8 @@ func (b *bench) deadPhase(ctx context.Context) error {
 				overlaps += r.steps.overlaps
 			}
 			last := smp.last()
-			b.logf("Item 6, %s stopped for %s: rounds %d to %d, step overhead p50 %s (median of rounds), max %s, %d overlaps; manager %0.f goroutines, RSS %s, sees %s connected: %t",
+			b.logf("Item 6, %s stopped for %s: rounds %d to %d, step overhead p50 %s (median of rounds), max %s, %d overlaps; "+
+				"manager %0.f goroutines, RSS %s, sees %s connected: %t",
 				dead.name, time.Since(res.stoppedAt).Round(time.Second), round-len(recent)+1, round, ms(median(rolloutPercentiles(recent, 50))),
 				ms(slices.Max(rolloutPercentiles(recent, 100))), overlaps, last.goroutines, mib(last.rss), dead.name, last.deadConnected)
 			lastLog, logged = time.Now(), len(res.during)
@@ -286,8 +291,8 @@ func (b *bench) deadPhase(ctx context.Context) error {
 	cont := time.Now()
 	wctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
-	_, err = waitMetrics(wctx, m.metricsURL, dead.name+" connected again", func(s scrape) bool {
-		v, ok := s.sum("fedop_member_connected", map[string]string{"member": dead.name})
+	err = waitMetrics(wctx, m.metricsURL, dead.name+" connected again", func(s scrape) bool {
+		v, ok := s.sum("fedop_member_connected", map[string]string{labelMember: dead.name})
 		return ok && v == 1
 	})
 	if err != nil {
@@ -352,7 +357,7 @@ func startSampler(m *managerRun, dead string) *sampler {
 			g.scrape = true
 			g.goroutines, _ = sc.sum("go_goroutines", nil)
 			g.cpu, _ = sc.sum("process_cpu_seconds_total", nil)
-			v, ok := sc.sum("fedop_member_connected", map[string]string{"member": dead})
+			v, ok := sc.sum("fedop_member_connected", map[string]string{labelMember: dead})
 			g.deadConnected = ok && v == 1
 		}
 		g.rss, _ = rssBytes(m.proc.pid())

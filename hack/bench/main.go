@@ -288,7 +288,7 @@ func (b *bench) connect(ctx context.Context) error {
 		return cfg, nil
 	}
 	var err error
-	if b.hostCfg, err = load("host"); err != nil {
+	if b.hostCfg, err = load(hostCluster); err != nil {
 		return err
 	}
 	scheme := runtime.NewScheme()
@@ -329,8 +329,8 @@ func (b *bench) machine() error {
 	m.cpus = goruntime.NumCPU()
 	if data, err := os.ReadFile("/proc/meminfo"); err == nil {
 		for line := range strings.Lines(string(data)) {
-			if rest, ok := strings.CutPrefix(line, "MemTotal:"); ok {
-				m.memory = strings.TrimSpace(rest)
+			if value, ok := strings.CutPrefix(line, "MemTotal:"); ok {
+				m.memory = strings.TrimSpace(value)
 			}
 		}
 	}
@@ -408,9 +408,9 @@ func (b *bench) otherAPIServers() int {
 func (b *bench) waitManager(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
-	_, err := waitMetrics(ctx, b.metricsURL, "every member connected", func(s scrape) bool {
+	err := waitMetrics(ctx, b.metricsURL, "every member connected", func(s scrape) bool {
 		for _, m := range b.options.members {
-			if v, ok := s.sum("fedop_member_connected", map[string]string{"member": m}); !ok || v != 1 {
+			if v, ok := s.sum("fedop_member_connected", map[string]string{labelMember: m}); !ok || v != 1 {
 				return false
 			}
 		}
@@ -481,7 +481,8 @@ func (b *bench) setupSystems(ctx context.Context) error {
 	// The reference has as many pods as the federation, all in one member.
 	sts := referenceStatefulSet("ref", int32(2*2*b.perMember), image)
 
-	fedopObs, err := startObserver(ctx, map[string]*rest.Config{b.options.members[0]: b.memberCfgs[b.options.members[0]], b.options.members[1]: b.memberCfgs[b.options.members[1]]},
+	second := b.options.members[1]
+	fedopObs, err := startObserver(ctx, map[string]*rest.Config{first: b.memberCfgs[first], second: b.memberCfgs[second]},
 		namespace, labels.SelectorFromSet(labels.Set{v1alpha1.LabelManagedBy: v1alpha1.ManagedBy, v1alpha1.LabelInstance: fc.Name}).String())
 	if err != nil {
 		return err

@@ -74,6 +74,7 @@ func (b *bench) startManager(ns, what string) (*managerRun, error) {
 	args := []string{b.managerBin,
 		"--member-namespace", ns,
 		"--metrics-bind-address", fmt.Sprintf("127.0.0.1:%d", port),
+		"--metrics-secure=false",
 		"--health-probe-bind-address", "0",
 		"--leader-elect=false",
 	}
@@ -94,7 +95,8 @@ func (b *bench) startManager(ns, what string) (*managerRun, error) {
 	env = append(env, "KUBECONFIG="+filepath.Join(b.labDir, "host.kubeconfig"))
 	logPath := filepath.Join(b.labDir, "manager-"+ns+".log")
 	if f, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644); err == nil {
-		fmt.Fprintf(f, "=== %s: %s\n", time.Now().Format(time.RFC3339), what)
+		// The header only helps a reader of the log; the run does not need it.
+		_, _ = fmt.Fprintf(f, "=== %s: %s\n", time.Now().Format(time.RFC3339), what)
 		_ = f.Close()
 	}
 	m.started = time.Now()
@@ -160,7 +162,7 @@ func waitConnected(ctx context.Context, m *managerRun, names []string) (connectR
 				if _, ok := seen[name]; ok {
 					continue
 				}
-				if v, ok := s.sum("fedop_member_connected", map[string]string{"member": name}); ok && v == 1 {
+				if v, ok := s.sum("fedop_member_connected", map[string]string{labelMember: name}); ok && v == 1 {
 					seen[name] = at
 				}
 			}

@@ -127,7 +127,7 @@ func mib(bytes float64) string { return fmt.Sprintf("%.1f MiB", bytes/(1<<20)) }
 // perMember pods in every member.
 func memoryFederation(name string, members []string, perMember int32) *v1alpha1.FederationCluster {
 	fc := &v1alpha1.FederationCluster{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace}}
-	comp := v1alpha1.Component{Name: "m", Template: podTemplate(map[string]string{"app": name}, name, imagePrefix+"mem")}
+	comp := v1alpha1.Component{Name: "m", Template: podTemplate(map[string]string{labelApp: name}, name, imagePrefix+"mem")}
 	for _, m := range members {
 		comp.Topology = append(comp.Topology, v1alpha1.Placement{Member: m, Replicas: perMember})
 	}

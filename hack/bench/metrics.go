@@ -175,9 +175,9 @@ func (s scrape) requests(hosts map[string]string) map[reqKey]float64 {
 		if x.name != "rest_client_requests_total" {
 			continue
 		}
-		cluster := hosts[x.labels["host"]]
+		cluster := hosts[x.labels[hostCluster]]
 		if cluster == "" {
-			cluster = x.labels["host"]
+			cluster = x.labels[hostCluster]
 		}
 		out[reqKey{cluster, x.labels["method"], x.labels["code"]}] += x.value
 	}
@@ -206,19 +206,19 @@ func isWrite(method string) bool {
 }
 
 // waitMetrics polls url until cond holds for a scrape, or ctx ends.
-func waitMetrics(ctx context.Context, url string, what string, cond func(scrape) bool) (scrape, error) {
+func waitMetrics(ctx context.Context, url string, what string, cond func(scrape) bool) error {
 	var lastErr error
 	for {
 		s, err := scrapeMetrics(ctx, url)
 		if err == nil && cond(s) {
-			return s, nil
+			return nil
 		}
 		if err != nil {
 			lastErr = err
 		}
 		select {
 		case <-ctx.Done():
-			return scrape{}, fmt.Errorf("waiting for %s: %w (last error: %v)", what, ctx.Err(), lastErr)
+			return fmt.Errorf("waiting for %s: %w (last error: %v)", what, ctx.Err(), lastErr)
 		case <-time.After(200 * time.Millisecond):
 		}
 	}

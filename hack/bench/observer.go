@@ -57,6 +57,8 @@ type observer struct {
 // startObserver starts an observer of the pods matching selector in
 // namespace ns of every cluster in clusters (name to config), and returns
 // once each watch has listed what exists.
+//
+//nolint:unparam // The namespace is the caller's to choose; today every caller watches the benchmark's.
 func startObserver(ctx context.Context, clusters map[string]*rest.Config, ns, selector string) (*observer, error) {
 	wctx, cancel := context.WithCancel(context.Background())
 	o := &observer{cancel: cancel, recs: map[string]*podRecord{}}

@@ -83,7 +83,7 @@ type row struct {
 // roundPercentiles returns, for each round, the p-th percentile of its
 // step overheads.
 func roundPercentiles(ws []windowResult, p float64) []time.Duration {
-	var out []time.Duration
+	out := make([]time.Duration, 0, len(ws))
 	for _, w := range ws {
 		out = append(out, e2e.Percentile(w.rollout.steps.overheads, p))
 	}
@@ -99,7 +99,7 @@ func pooled(ws []windowResult) []time.Duration {
 }
 
 func efficiencies(ws []windowResult, pods int, delay time.Duration) []float64 {
-	var out []float64
+	out := make([]float64, 0, len(ws))
 	for _, w := range ws {
 		out = append(out, float64(time.Duration(pods)*delay)/float64(w.rollout.total()))
 	}
@@ -115,7 +115,7 @@ type requestCounts struct {
 func countRequests(reqs map[reqKey]float64) requestCounts {
 	var c requestCounts
 	for k, v := range reqs {
-		host := k.cluster == "host"
+		host := k.cluster == hostCluster
 		switch {
 		case isWrite(k.method) && host:
 			c.hostWrites += v
@@ -217,7 +217,7 @@ func (r *results) rows(o options) []row {
 		rows = append(rows, notMeasured("4", "memory per managed pod"))
 	}
 	if o.items[5] {
-		rows = append(rows, r.membersRows(o)...)
+		rows = append(rows, r.membersRows()...)
 	} else {
 		rows = append(rows, notMeasured("5", "time to connect and sync 10 and 50 members"))
 	}
@@ -252,7 +252,7 @@ func (r *results) stepRows(o options) []row {
 	}
 	fe := median(efficiencies(r.delayFedop, r.fedop.pods, o.delay))
 	se := median(efficiencies(r.delaySTS, r.sts.pods, o.delay))
-	var ft []time.Duration
+	ft := make([]time.Duration, 0, len(r.delayFedop))
 	for _, w := range r.delayFedop {
 		ft = append(ft, w.rollout.total())
 	}
@@ -322,7 +322,7 @@ func mdRow(cells ...string) string {
 // formatRequests renders a window's requests as cluster METHOD count
 // (non-2xx codes named), sorted.
 func formatRequests(reqs map[reqKey]float64) string {
-	var parts []string
+	parts := make([]string, 0, len(reqs))
 	for k, v := range reqs {
 		s := fmt.Sprintf("%s %s %.0f", k.cluster, k.method, v)
 		if !strings.HasPrefix(k.code, "2") {
@@ -495,7 +495,7 @@ func fastMedian(ds []time.Duration, limit time.Duration) time.Duration {
 // beyondD returns the median over rounds of the time each step took beyond
 // the readiness delay: (total - N x D) / N.
 func beyondD(ws []windowResult, pods int, delay time.Duration) time.Duration {
-	var per []time.Duration
+	per := make([]time.Duration, 0, len(ws))
 	for _, w := range ws {
 		per = append(per, (w.rollout.total()-time.Duration(pods)*delay)/time.Duration(pods))
 	}
@@ -559,7 +559,7 @@ func (r *results) writeMemoryDetails(b *strings.Builder, o options) {
 // FederationClusters (their status, and once the finalizer); in members,
 // during an upgrade, it creates and deletes pods.
 func requestRole(cluster, method string) string {
-	host := cluster == "host"
+	host := cluster == hostCluster
 	switch {
 	case host && method == http.MethodPost:
 		return "Events"
@@ -611,12 +611,12 @@ func (r *results) writeMissed(b *strings.Builder, o options, rows []row) {
 				m := median(per[k])
 				b.WriteString(mdRow(k.cluster, k.method, k.code, fmt.Sprintf("%.2f", m), requestRole(k.cluster, k.method)))
 				switch {
-				case k.cluster == "host" && k.method == http.MethodPut:
+				case k.cluster == hostCluster && k.method == http.MethodPut:
 					status += m
 					if k.code == "409" {
 						conflicts += m
 					}
-				case k.cluster == "host" && k.method == http.MethodPost:
+				case k.cluster == hostCluster && k.method == http.MethodPost:
 					events += m
 				}
 			}
@@ -644,7 +644,7 @@ func (r *results) writeMissed(b *strings.Builder, o options, rows []row) {
 			conflicts := 0.0
 			for _, w := range r.stepFedop {
 				for k, v := range w.requests {
-					if k.cluster == "host" && k.code == "409" {
+					if k.cluster == hostCluster && k.code == "409" {
 						conflicts += v
 					}
 				}

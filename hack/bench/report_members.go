@@ -23,7 +23,7 @@ func (r *membersResult) measuredSizes() []int {
 	return out
 }
 
-func (r *results) membersRows(o options) []row {
+func (r *results) membersRows() []row {
 	var rows []row
 	m := &r.members
 	for _, n := range m.measuredSizes() {
@@ -43,7 +43,7 @@ func (r *results) membersRows(o options) []row {
 		rows = append(rows, row{"5", fmt.Sprintf("manager start to all %d members connected and synced", s.members), "not measured: see section 5", target, "not measured"})
 	}
 	if sizes := m.measuredSizes(); len(sizes) > 0 {
-		var rss []string
+		rss := make([]string, 0, len(sizes))
 		for _, n := range sizes {
 			rss = append(rss, mib(m.rssWith(n)))
 		}
@@ -81,14 +81,6 @@ func (r *results) deadRows(o options) []row {
 		pods = d.before[0].steps.deletions
 	}
 	g := goroutineTrend(d.samples, d.stoppedAt)
-	rows := []row{
-		{"6", fmt.Sprintf("step overhead of a FederationCluster (%d pods on %s) with %s of %d members SIGSTOPped for %s (p50/p90/p99, median of %d rounds)",
-			pods, strings.Join(o.members[:2], ", "), d.dead, len(d.members), d.period.Round(time.Second), len(d.during)),
-			figure, fmt.Sprintf("p50 <= %.1f x every member up", targetDeadRatio), metStr(ok)},
-		{"6", fmt.Sprintf("manager goroutines with the member stopped (%d samples, every %s: first / last / max; last quarter's median minus the first's)", g.n, goroutineEvery),
-			fmt.Sprintf("%.0f / %.0f / %.0f (%+.0f; %+.2f per minute)", g.first, g.last, g.maxCount, g.growth, g.perMinute),
-			fmt.Sprintf("flat (growth <= %d)", goroutineTolerance), metStr(g.n >= 4 && g.growth <= goroutineTolerance)},
-	}
 	detected, back := "never", "never"
 	if d.detectedInPeriod {
 		detected = ms(d.detected)
@@ -96,7 +88,15 @@ func (r *results) deadRows(o options) []row {
 	if d.reconnectedOK {
 		back = ms(d.reconnected)
 	}
-	rows = append(rows, row{"6", "stopped member seen disconnected by the manager after / connected again after SIGCONT", detected + " / " + back, "reported", "-"})
+	rows := []row{
+		{"6", fmt.Sprintf("step overhead of a FederationCluster (%d pods on %s) with %s of %d members SIGSTOPped for %s (p50/p90/p99, median of %d rounds)",
+			pods, strings.Join(o.members[:2], ", "), d.dead, len(d.members), d.period.Round(time.Second), len(d.during)),
+			figure, fmt.Sprintf("p50 <= %.1f x every member up", targetDeadRatio), metStr(ok)},
+		{"6", fmt.Sprintf("manager goroutines with the member stopped (%d samples, every %s: first / last / max; last quarter's median minus the first's)", g.n, goroutineEvery),
+			fmt.Sprintf("%.0f / %.0f / %.0f (%+.0f; %+.2f per minute)", g.first, g.last, g.maxCount, g.growth, g.perMinute),
+			fmt.Sprintf("flat (growth <= %d)", goroutineTolerance), metStr(g.n >= 4 && g.growth <= goroutineTolerance)},
+		{"6", "stopped member seen disconnected by the manager after / connected again after SIGCONT", detected + " / " + back, "reported", "-"},
+	}
 	return rows
 }
 
@@ -108,7 +108,7 @@ func (d *deadResult) baseline() []rolloutResult {
 // rolloutPercentiles returns, for each rollout, the p-th percentile of its
 // step overheads.
 func rolloutPercentiles(rs []rolloutResult, p float64) []time.Duration {
-	var out []time.Duration
+	out := make([]time.Duration, 0, len(rs))
 	for _, r := range rs {
 		out = append(out, e2e.Percentile(r.steps.overheads, p))
 	}
@@ -116,7 +116,7 @@ func rolloutPercentiles(rs []rolloutResult, p float64) []time.Duration {
 }
 
 func joinInts(xs []int, sep string) string {
-	var s []string
+	s := make([]string, 0, len(xs))
 	for _, x := range xs {
 		s = append(s, fmt.Sprint(x))
 	}

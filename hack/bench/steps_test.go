@@ -16,7 +16,8 @@ func TestComputeSteps(t *testing.T) {
 	t0 := time.Date(2026, 11, 21, 6, 0, 0, 0, time.UTC)
 	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
 	old := func(cluster, name string, deleted int) podRecord {
-		return podRecord{cluster: cluster, name: name, uid: types.UID(name + "-old"), firstSeen: at(-10000), readyAt: at(-9000), deletedAt: at(deleted), goneAt: at(deleted + 10)}
+		return podRecord{cluster: cluster, name: name, uid: types.UID(name + "-old"),
+			firstSeen: at(-10000), readyAt: at(-9000), deletedAt: at(deleted), goneAt: at(deleted + 10)}
 	}
 	repl := func(cluster, name string, created, ready int) podRecord {
 		r := podRecord{cluster: cluster, name: name, uid: types.UID(name + "-new"), firstSeen: at(created)}

@@ -24,6 +24,15 @@ const (
 	// namespace holds the benchmark's workloads, on the host and in every
 	// member.
 	namespace = "bench"
+	// hostCluster is the lab's host cluster: its kubeconfig's name, and how
+	// the report and the request counts name it.
+	hostCluster = "host"
+	// loopback is the address the benchmark's own API servers bind to.
+	loopback = "127.0.0.1"
+	// labelApp is the pod label the benchmark's workloads select on.
+	labelApp = "app"
+	// labelMember is the member label of fedop_member_connected.
+	labelMember = "member"
 	// delayAnnotation is the pod annotation the lab's extra kwok Stage
 	// (hack/bench.sh) keys on: a pod carrying it becomes Ready that long
 	// (a Go duration) after it was scheduled, instead of at once.
@@ -43,7 +52,7 @@ func podTemplate(labels map[string]string, workload, image string) corev1.PodTem
 	return corev1.PodTemplateSpec{
 		ObjectMeta: metav1.ObjectMeta{Labels: labels, Annotations: map[string]string{workloadAnnotation: workload}},
 		Spec: corev1.PodSpec{Containers: []corev1.Container{{
-			Name:  "app",
+			Name:  labelApp,
 			Image: image,
 			Ports: []corev1.ContainerPort{{Name: "client", ContainerPort: 2379}},
 		}}},
@@ -55,7 +64,7 @@ func podTemplate(labels map[string]string, workload, image string) corev1.PodTem
 func stepFederation(name string, components, members []string, perMember int32, image string) *v1alpha1.FederationCluster {
 	fc := &v1alpha1.FederationCluster{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace}}
 	for _, c := range components {
-		comp := v1alpha1.Component{Name: c, Template: podTemplate(map[string]string{"app": name + "-" + c}, name, image)}
+		comp := v1alpha1.Component{Name: c, Template: podTemplate(map[string]string{labelApp: name + "-" + c}, name, image)}
 		for _, m := range members {
 			comp.Topology = append(comp.Topology, v1alpha1.Placement{Member: m, Replicas: perMember})
 		}
@@ -68,7 +77,7 @@ func stepFederation(name string, components, members []string, perMember int32, 
 // one at a time by kube-controller-manager (OrderedReady, RollingUpdate
 // with partition 0, no minReadySeconds).
 func referenceStatefulSet(name string, replicas int32, image string) *appsv1.StatefulSet {
-	labels := map[string]string{"app": name}
+	labels := map[string]string{labelApp: name}
 	return &appsv1.StatefulSet{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace},
 		Spec: appsv1.StatefulSetSpec{
@@ -133,7 +142,7 @@ func fedopSystem(host client.Client, fc *v1alpha1.FederationCluster, obs *observ
 		pods: pods,
 		obs:  obs,
 		upgrade: func(ctx context.Context, image string, delay time.Duration) error {
-			var ops []jsonPatchOp
+			ops := make([]jsonPatchOp, 0, len(fc.Spec.Components))
 			for i := range fc.Spec.Components {
 				ops = append(ops, templatePatch(fmt.Sprintf("/spec/components/%d/template", i), image, delay)...)
 			}
@@ -230,7 +239,8 @@ func runUpgrade(ctx context.Context, s *system, image string, delay time.Duratio
 	}
 	res := rolloutResult{system: s.name, start: start, end: end, steps: computeSteps(s.obs.records(), start)}
 	if res.steps.deletions != s.pods {
-		return res, fmt.Errorf("%s: %d deletions seen in an upgrade of %d pods; what the observer saw:\n%s", s.name, res.steps.deletions, s.pods, timeline(s.obs.records(), start))
+		return res, fmt.Errorf("%s: %d deletions seen in an upgrade of %d pods; what the observer saw:\n%s",
+			s.name, res.steps.deletions, s.pods, timeline(s.obs.records(), start))
 	}
 	return res, nil
 }

@@ -2,8 +2,10 @@
 # images.sh builds the two images fedop's kind clusters run, from this
 # machine's files only (there is no registry to pull a base image from):
 #
-#   - fedop-manager: the manager built with CGO_ENABLED=0, in an image FROM
-#     scratch (hack/kind/images/manager). Tagged with a hash of the binary.
+#   - fedop-manager: the manager built with CGO_ENABLED=0 and stamped with
+#     its version, in an image FROM scratch (hack/kind/images/manager).
+#     Tagged with a hash of the binary. (The root Dockerfile builds the same
+#     binary for users with a registry; it pulls its base images.)
 #   - the e2e workload: busybox from Debian's busybox-static package,
 #     serving HTTP on port 8080 (hack/kind/images/workload), tagged v8.5.0,
 #     v8.5.1, ... for the e2e suite's upgrades. The package is downloaded
@@ -29,7 +31,8 @@ build() {
 
 # --- fedop-manager
 log "Building fedop-manager (static)"
-(cd "$ROOT" && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$out/manager/fedop-manager" ./cmd/fedop-manager)
+# Stamped with the Makefile's VERSION and COMMIT, as `make build` does.
+(cd "$ROOT" && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w $(make_var MANAGER_LDFLAGS)" -o "$out/manager/fedop-manager" ./cmd/fedop-manager)
 cp "$KIND_DIR/images/manager/Dockerfile" "$out/manager/Dockerfile"
 tag=$(cat "$out/manager/fedop-manager" "$out/manager/Dockerfile" | sha256sum | cut -c1-12)
 echo "$tag" >"$out/manager.tag"

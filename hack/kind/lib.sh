@@ -29,13 +29,8 @@ kube_version() {
 }
 
 # kube_ldflags prints the Makefile's KUBE_LDFLAGS, so the node's binaries are
-# version-stamped exactly like bin/'s. make's --eval adds a throwaway target
-# that prints the variable, which keeps the Makefile the single definition.
-kube_ldflags() {
-  # shellcheck disable=SC2016 # $(KUBE_LDFLAGS) is make's, not the shell's
-  make -s --no-print-directory -C "$ROOT" \
-    --eval '_fedop_print_kube_ldflags: ; @echo $(KUBE_LDFLAGS)' _fedop_print_kube_ldflags
-}
+# version-stamped exactly like bin/'s.
+kube_ldflags() { make_var KUBE_LDFLAGS; }
 
 # kind_node_image prints the node image every kind script must use.
 kind_node_image() {

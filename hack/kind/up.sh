@@ -11,8 +11,9 @@
 #      loaded into the host, the e2e workload (Debian's busybox-static
 #      serving HTTP) loaded into the members;
 #   4. on the host: the CRD, then config/default through hack/kind/manager
-#      (the manager Deployment in fedop-system with leader election, its
-#      ServiceAccount, ClusterRole and binding, health probes);
+#      and hack/manifests.sh (the manager Deployment in fedop-system with
+#      leader election, its ServiceAccount, RBAC, health probes, the metrics
+#      Service; metrics served securely, as users run it);
 #   5. every member registered with hack/register-member.sh, addressed by
 #      its node container's name on the kind network
 #      (https://<cluster>-control-plane:6443), which is where the in-cluster
@@ -73,20 +74,11 @@ log "== fedop on $(cluster_name "$KIND_HOST")"
 host_kc=$(kind_kubeconfig "$KIND_HOST")
 "$KUBECTL" --kubeconfig "$host_kc" apply --server-side -k "$ROOT/config/crd" >/dev/null
 wait_crd_established "$host_kc" federationclusters.fedop.io
-# The overlay, with the image tag of this build: a new binary is a new tag,
-# so applying it rolls the Deployment.
-overlay=$KIND_WORK/manager
-mkdir -p "$overlay"
-cat >"$overlay/kustomization.yaml" <<EOF
-# Written by hack/kind/up.sh: hack/kind/manager with this build's image.
-resources:
-- ../../hack/kind/manager
-images:
-- name: fedop-manager
-  newName: ${MANAGER_REPO}
-  newTag: $(manager_tag)
-EOF
-"$KUBECTL" --kubeconfig "$host_kc" apply --server-side -k "$overlay" >/dev/null
+# hack/kind/manager with the image tag of this build, rendered by the same
+# script as `make deploy` and `make build-installer`: a new binary is a new
+# tag, so applying it rolls the Deployment.
+"$ROOT/hack/manifests.sh" "$(manager_image)" "$KIND_DIR/manager" |
+  "$KUBECTL" --kubeconfig "$host_kc" apply --server-side -f - >/dev/null
 "$KUBECTL" --kubeconfig "$host_kc" -n fedop-system scale deployment/fedop-manager --replicas=1 >/dev/null
 "$KUBECTL" --kubeconfig "$host_kc" -n fedop-system rollout status deployment/fedop-manager --timeout=180s
 

@@ -69,7 +69,7 @@ func (p *Proxy) untrack(c net.Conn) {
 
 func (p *Proxy) forward(in net.Conn) {
 	defer p.untrack(in)
-	defer in.Close()
+	defer func() { _ = in.Close() }()
 	out, err := net.Dial("tcp", p.target)
 	if err != nil {
 		return
@@ -79,7 +79,7 @@ func (p *Proxy) forward(in net.Conn) {
 		return
 	}
 	defer p.untrack(out)
-	defer out.Close()
+	defer func() { _ = out.Close() }()
 	done := make(chan struct{}, 2)
 	go func() { _, _ = io.Copy(out, in); done <- struct{}{} }()
 	go func() { _, _ = io.Copy(in, out); done <- struct{}{} }()
