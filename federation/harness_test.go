@@ -58,9 +58,10 @@ const (
 	// reports it Ready: long enough that a pod is visibly not Ready for a
 	// while, short enough to keep rollouts quick.
 	kubeletDelay = 30 * time.Millisecond
-	// probePeriod is the member probe period: three failed probes in a row
-	// (under a second) mark a severed member disconnected.
-	probePeriod = 250 * time.Millisecond
+	// probePeriod is the member probe period, the freshness bound: a member
+	// that has not answered within it blocks every deletion; ten failed
+	// probes in a row (half a period apart, 2.5s) mark it disconnected.
+	probePeriod = 500 * time.Millisecond
 )
 
 var memberNames = []string{memberA, memberB}
@@ -550,6 +551,7 @@ type checker struct {
 	unavailable           int
 	maxUnavailable        int
 	deletions             []string
+	deletionTimes         []time.Time
 	unavailableAtDeletion []int
 	// history is "create|ready|delete member/name", in the order seen.
 	history []string
@@ -642,6 +644,7 @@ func (c *checker) remove(memberName string, obj any) {
 // at. c.mu is held.
 func (c *checker) recordDeletion(p *checkedPod) {
 	c.deletions = append(c.deletions, p.member+"/"+p.name)
+	c.deletionTimes = append(c.deletionTimes, time.Now())
 	c.unavailableAtDeletion = append(c.unavailableAtDeletion, c.unavailable)
 	c.history = append(c.history, "delete "+p.member+"/"+p.name)
 }
@@ -680,12 +683,13 @@ func (c *checker) reset() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.maxUnavailable = c.unavailable
-	c.deletions, c.unavailableAtDeletion, c.history = nil, nil, nil
+	c.deletions, c.deletionTimes, c.unavailableAtDeletion, c.history = nil, nil, nil, nil
 }
 
 type checkerReport struct {
 	unavailable, maxUnavailable int
 	deletions                   []string
+	deletionTimes               []time.Time
 	unavailableAtDeletion       []int
 	history                     []string
 }
@@ -697,6 +701,7 @@ func (c *checker) report() checkerReport {
 		unavailable:           c.unavailable,
 		maxUnavailable:        c.maxUnavailable,
 		deletions:             slices.Clone(c.deletions),
+		deletionTimes:         slices.Clone(c.deletionTimes),
 		unavailableAtDeletion: slices.Clone(c.unavailableAtDeletion),
 		history:               slices.Clone(c.history),
 	}

@@ -5,21 +5,31 @@ import (
 	"io"
 	"net"
 	"sync"
+	"time"
 )
 
 // Proxy forwards TCP connections from a local address to an API server, so
 // that a test can make a member unreachable and reachable again without
 // stopping it: Sever closes every connection and refuses new ones (as a
-// network partition would), Restore lets them through again.
+// network partition that resets connections would), Restore lets them
+// through again; Freeze stops every byte in both directions while keeping
+// the connections open and accepting new ones (as a server stopped with
+// SIGSTOP, or a partition that drops packets, would), Thaw delivers what
+// waited and lets everything flow again.
 type Proxy struct {
 	ln     net.Listener
 	target string
 
-	// mu guards severed and conns.
-	mu      sync.Mutex
-	severed bool
-	conns   map[net.Conn]struct{}
-	wg      sync.WaitGroup
+	// mu guards severed, frozen, lastAnswer and conns; thawed is broadcast
+	// when frozen is cleared.
+	mu     sync.Mutex
+	thawed *sync.Cond
+	// severed refuses connections; frozen holds every byte.
+	severed, frozen bool
+	// lastAnswer is when the API server last sent bytes through the proxy.
+	lastAnswer time.Time
+	conns      map[net.Conn]struct{}
+	wg         sync.WaitGroup
 }
 
 // newProxy listens on 127.0.0.1 at a free port and forwards to target
@@ -30,6 +40,7 @@ func newProxy(target string) (*Proxy, error) {
 		return nil, err
 	}
 	p := &Proxy{ln: ln, target: target, conns: map[net.Conn]struct{}{}}
+	p.thawed = sync.NewCond(&p.mu)
 	p.wg.Go(p.serve)
 	return p, nil
 }
@@ -81,9 +92,59 @@ func (p *Proxy) forward(in net.Conn) {
 	defer p.untrack(out)
 	defer func() { _ = out.Close() }()
 	done := make(chan struct{}, 2)
-	go func() { _, _ = io.Copy(out, in); done <- struct{}{} }()
-	go func() { _, _ = io.Copy(in, out); done <- struct{}{} }()
+	go func() { p.copy(out, in, false); done <- struct{}{} }()
+	go func() { p.copy(in, out, true); done <- struct{}{} }()
 	<-done // one direction ended: end both
+}
+
+// copy copies src to dst until either fails, holding each chunk while the
+// proxy is frozen. answers says that src is the API server: its bytes
+// stamp lastAnswer when they pass.
+func (p *Proxy) copy(dst io.Writer, src io.Reader, answers bool) {
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := src.Read(buf)
+		if n > 0 {
+			p.mu.Lock()
+			for p.frozen {
+				p.thawed.Wait()
+			}
+			if answers {
+				p.lastAnswer = time.Now()
+			}
+			p.mu.Unlock()
+			if _, werr := dst.Write(buf[:n]); werr != nil {
+				return
+			}
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// Freeze holds every byte in both directions, and keeps connections open,
+// until Thaw.
+func (p *Proxy) Freeze() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.frozen = true
+}
+
+// Thaw lets the bytes Freeze held, and all after, through.
+func (p *Proxy) Thaw() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.frozen = false
+	p.thawed.Broadcast()
+}
+
+// LastAnswer returns when the API server last sent bytes through the proxy
+// (a frozen proxy holds them: they have not been answered).
+func (p *Proxy) LastAnswer() time.Time {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.lastAnswer
 }
 
 // Sever closes every open connection and refuses new ones until Restore.
@@ -109,6 +170,7 @@ func (p *Proxy) Restore() {
 
 // Close stops the proxy and waits for its goroutines.
 func (p *Proxy) Close() error {
+	p.Thaw()
 	p.Sever()
 	err := p.ln.Close()
 	p.wg.Wait()
