@@ -64,9 +64,28 @@ type CheckerOptions struct {
 // app.kubernetes.io/instance=<name>, fedop.io/member=<member>). It stamps
 // every event with its own receive time, and at every event recomputes
 //
-//	unavailable = sum over placements of max(0, desired - pods Ready and not terminating)
+//	unavailable = sum over placements of max(0, min(desired, highWater) - available)
 //
-// keeping the maximum, the order of deletions (a pod counts as deleted at
+// where available counts the placement's pods Ready and not terminating,
+// and highWater is the most pods the placement had available at once since
+// its desired count last changed (what it had then, to begin with). A
+// replica that was up and is not counts; one a scale-out has yet to bring
+// up does not: it was never a replica to lose.
+//
+// Of those, the replicas that went down by themselves are excused: a pod
+// that was Ready and is not, without being deleted (it crashed or
+// failed), or one that the test deleted and announced (External), until a
+// pod of that name in that member is Ready again. What fedop may be held
+// to is
+//
+//	disrupted = sum over placements of max(0, shortfall - excused)
+//
+// and the suite requires it never to exceed one, and every deletion by
+// fedop to find it at zero (the victim's own unavailability aside). The
+// checker also records every moment two live pods share a name across
+// members: a pod's identity must be unique in the federation.
+//
+// It keeps the maxima, the order of deletions (a pod counts as deleted at
 // the first event that shows its deletionTimestamp, or at its delete event
 // if none did) with the unavailable count just before each, and the pods'
 // Ready times, from which Report derives each rollout step's overhead.
@@ -199,6 +218,15 @@ func (c *Checker) onPod(member string, obj any, gone bool) {
 	c.l.pod(member, pod, gone, at)
 }
 
+// External announces that the test is about to delete pod name in member
+// (the way a user or a node drain would): its deletion is not fedop's, and
+// the replica it takes down is excused until it is Ready again.
+func (c *Checker) External(member, name string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.l.External(member, name)
+}
+
 // Expect tells the checker the spec about to be written (nil: the
 // FederationCluster is about to be deleted), so that desired counts change
 // before fedop can act on them. Without it, the checker learns a new spec
@@ -238,6 +266,13 @@ type Deletion struct {
 	At time.Time
 	// UnavailableBefore is the unavailable count just before it.
 	UnavailableBefore int
+	// DisruptedBefore is the disrupted count just before it, leaving out
+	// the victim's own unavailability (deleting a pod that is down already
+	// costs nothing).
+	DisruptedBefore int
+	// External is true for a deletion the test announced (External): not
+	// fedop's, and not a rollout step.
+	External bool
 }
 
 // String returns member/pod.
@@ -283,6 +318,13 @@ type Report struct {
 	// first reached at MaxUnavailableAt.
 	Unavailable, MaxUnavailable int
 	MaxUnavailableAt            time.Time
+	// MaxDisrupted is the window's maximum of the disrupted count (see
+	// Checker), first reached at MaxDisruptedAt.
+	MaxDisrupted   int
+	MaxDisruptedAt time.Time
+	// Duplicates lists every moment two live pods shared a name across
+	// members.
+	Duplicates []string
 	// Desired is the total desired count now.
 	Desired int
 	// Deletions in the order seen.
@@ -298,11 +340,14 @@ type Report struct {
 	History []Event
 }
 
-// DeletionOrder returns the deletions as member/pod, in order.
+// DeletionOrder returns fedop's deletions (not the test's own) as
+// member/pod, in order.
 func (r Report) DeletionOrder() []string {
 	out := make([]string, 0, len(r.Deletions))
 	for _, d := range r.Deletions {
-		out = append(out, d.String())
+		if !d.External {
+			out = append(out, d.String())
+		}
 	}
 	return out
 }
@@ -328,15 +373,15 @@ func Percentile(ds []time.Duration, p float64) time.Duration {
 	return s[min(max(rank, 1), len(s))-1]
 }
 
-// Summary is a one-line account of r: maximum unavailable, deletions,
-// steps and the steps' overhead percentiles.
+// Summary is a one-line account of r: maximum disrupted and unavailable,
+// deletions, steps and the steps' overhead percentiles.
 func (r Report) Summary() string {
 	o := r.Overheads()
 	if len(o) == 0 {
-		return fmt.Sprintf("max unavailable %d, %d deletions, no step", r.MaxUnavailable, len(r.Deletions))
+		return fmt.Sprintf("max disrupted %d, max unavailable %d, %d deletions, no step", r.MaxDisrupted, r.MaxUnavailable, len(r.Deletions))
 	}
-	return fmt.Sprintf("max unavailable %d, %d deletions, %d steps, overhead p50 %s p90 %s p99 %s max %s",
-		r.MaxUnavailable, len(r.Deletions), len(r.Steps),
+	return fmt.Sprintf("max disrupted %d, max unavailable %d, %d deletions, %d steps, overhead p50 %s p90 %s p99 %s max %s",
+		r.MaxDisrupted, r.MaxUnavailable, len(r.Deletions), len(r.Steps),
 		fmtDuration(Percentile(o, 50)), fmtDuration(Percentile(o, 90)), fmtDuration(Percentile(o, 99)), fmtDuration(slices.Max(o)))
 }
 
@@ -350,6 +395,9 @@ type ledger struct {
 	// highWater is, by member/component, the most pods available at once
 	// since the placement's desired count last changed.
 	highWater map[string]int
+	// external holds member/name of the deletions the test announced;
+	// excused member/name of the replicas that went down by themselves.
+	external, excused map[string]bool
 	// deleting is set once the FederationCluster is being deleted: its
 	// pods are no longer desired.
 	deleting bool
@@ -362,7 +410,10 @@ type ledger struct {
 	pods map[types.UID]*podRecord
 
 	unavailable, maxUnavailable int
-	maxAt, windowStart          time.Time
+	disrupted, maxDisrupted     int
+	maxAt, maxDisruptedAt       time.Time
+	windowStart                 time.Time
+	duplicates                  []string
 	deletions                   []Deletion
 	steps                       []Step
 	overlaps                    []string
@@ -382,7 +433,10 @@ type podRecord struct {
 }
 
 func newLedger(now time.Time) *ledger {
-	return &ledger{desired: map[string]int{}, highWater: map[string]int{}, pods: map[types.UID]*podRecord{}, windowStart: now, maxAt: now}
+	return &ledger{
+		desired: map[string]int{}, highWater: map[string]int{}, external: map[string]bool{}, excused: map[string]bool{},
+		pods: map[types.UID]*podRecord{}, windowStart: now, maxAt: now, maxDisruptedAt: now,
+	}
 }
 
 func desiredOf(spec *v1alpha1.FederationClusterSpec) map[string]int {
@@ -413,6 +467,12 @@ func (l *ledger) spec(gen int64, spec *v1alpha1.FederationClusterSpec, deleting 
 	l.record(Event{At: at, Kind: "spec", Unavailable: l.unavailable})
 }
 
+// External notes the test's own deletion of name in member (see
+// Checker.External).
+func (l *ledger) External(member, name string) {
+	l.external[member+"/"+name] = true
+}
+
 // expect applies spec (nil: deletion) as the next generation's.
 func (l *ledger) expect(spec *v1alpha1.FederationClusterSpec, at time.Time) {
 	if spec == nil {
@@ -428,27 +488,46 @@ func (l *ledger) expect(spec *v1alpha1.FederationClusterSpec, at time.Time) {
 
 // pod records an event of pod in member; gone for its delete event.
 func (l *ledger) pod(member string, pod *corev1.Pod, gone bool, at time.Time) {
-	before := l.unavailable
+	before, disruptedBefore := l.unavailable, l.disrupted
 	rec := l.pods[pod.UID]
 	if rec == nil {
 		rec = &podRecord{member: member, component: pod.Labels[v1alpha1.LabelComponent], name: pod.Name, uid: pod.UID, firstSeen: at}
 		l.pods[pod.UID] = rec
+		l.checkDuplicate(rec, at)
 		l.change(at, "created", rec)
 	}
 	if !rec.goneAt.IsZero() {
 		return // an event that lost the race with the delete event
 	}
+	key := member + "/" + pod.Name
 	if ready := !gone && podIsReady(pod); ready != rec.ready && !gone {
 		rec.ready = ready
 		if ready && rec.readyAt.IsZero() {
 			rec.readyAt = at
 		}
+		switch {
+		case ready:
+			delete(l.excused, key) // up again
+		case pod.DeletionTimestamp == nil:
+			l.excused[key] = true // down by itself
+		}
 		l.change(at, map[bool]string{true: "ready", false: "unready"}[ready], rec)
 	}
 	if (gone || pod.DeletionTimestamp != nil) && rec.deletedAt.IsZero() {
 		rec.deletedAt = at
-		d := Deletion{Member: member, Pod: pod.Name, UID: pod.UID, At: at, UnavailableBefore: before}
-		l.step(d, at)
+		d := Deletion{Member: member, Pod: pod.Name, UID: pod.UID, At: at, UnavailableBefore: before, External: l.external[key]}
+		d.DisruptedBefore = disruptedBefore
+		if !rec.ready && !l.excused[key] && d.DisruptedBefore > 0 {
+			d.DisruptedBefore-- // the victim was down already
+		}
+		if d.External {
+			delete(l.external, key)
+			if rec.ready {
+				l.excused[key] = true
+			}
+		} else {
+			l.step(d, at)
+		}
 		l.deletions = append(l.deletions, d)
 		l.change(at, "deleted", rec)
 	}
@@ -493,23 +572,50 @@ func (l *ledger) available() map[string]int {
 	return available
 }
 
-// evaluate recomputes the unavailable count and the maximum.
+// evaluate recomputes the unavailable and disrupted counts and their
+// maxima.
 func (l *ledger) evaluate(at time.Time) {
 	available := l.available()
-	u := 0
+	excused := map[string]int{}
+	for key := range l.excused {
+		member, name, _ := strings.Cut(key, "/")
+		for _, r := range l.pods {
+			if r.member == member && r.name == name {
+				excused[member+"/"+r.component]++
+				break
+			}
+		}
+	}
+	u, d := 0, 0
 	for key, want := range l.desired {
 		l.highWater[key] = max(l.highWater[key], available[key])
-		u += max(0, min(want, l.highWater[key])-available[key])
+		short := max(0, min(want, l.highWater[key])-available[key])
+		u += short
+		d += max(0, short-excused[key])
 	}
-	l.unavailable = u
+	l.unavailable, l.disrupted = u, d
 	if u > l.maxUnavailable {
 		l.maxUnavailable, l.maxAt = u, at
+	}
+	if d > l.maxDisrupted {
+		l.maxDisrupted, l.maxDisruptedAt = d, at
+	}
+}
+
+// checkDuplicate records rec, just seen, if another live pod has its name
+// in another member.
+func (l *ledger) checkDuplicate(rec *podRecord, at time.Time) {
+	for _, r := range l.pods {
+		if r != rec && r.name == rec.name && r.member != rec.member && r.goneAt.IsZero() {
+			l.duplicates = append(l.duplicates, fmt.Sprintf("%s: pod %s lives in %s and %s", at.Format("15:04:05.000"), rec.name, r.member, rec.member))
+		}
 	}
 }
 
 func (l *ledger) reset(at time.Time) {
 	l.maxUnavailable, l.maxAt, l.windowStart = l.unavailable, at, at
-	l.deletions, l.steps, l.overlaps, l.history = nil, nil, nil, nil
+	l.maxDisrupted, l.maxDisruptedAt = l.disrupted, at
+	l.deletions, l.steps, l.overlaps, l.history, l.duplicates = nil, nil, nil, nil, nil
 }
 
 func (l *ledger) report(now time.Time) Report {
@@ -518,6 +624,9 @@ func (l *ledger) report(now time.Time) Report {
 		Unavailable:      l.unavailable,
 		MaxUnavailable:   l.maxUnavailable,
 		MaxUnavailableAt: l.maxAt,
+		MaxDisrupted:     l.maxDisrupted,
+		MaxDisruptedAt:   l.maxDisruptedAt,
+		Duplicates:       slices.Clone(l.duplicates),
 		Deletions:        slices.Clone(l.deletions),
 		Steps:            slices.Clone(l.steps),
 		Overlaps:         slices.Clone(l.overlaps),
@@ -539,10 +648,17 @@ func (l *ledger) report(now time.Time) Report {
 // and its placement was not short of available pods (a scale-in's surplus
 // pod, or a pod no longer desired).
 func (l *ledger) step(to Deletion, at time.Time) {
-	if len(l.deletions) == 0 {
+	var from Deletion
+	found := false
+	for i := len(l.deletions) - 1; i >= 0; i-- {
+		if !l.deletions[i].External {
+			from, found = l.deletions[i], true
+			break
+		}
+	}
+	if !found {
 		return
 	}
-	from := l.deletions[len(l.deletions)-1]
 	var repl *podRecord
 	for _, r := range l.pods {
 		if r.member == from.Member && r.name == from.Pod && r.uid != from.UID && !r.firstSeen.Before(from.At) {

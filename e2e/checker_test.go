@@ -194,3 +194,54 @@ func TestParseMembers(t *testing.T) {
 		assert.Error(t, err, bad)
 	}
 }
+
+// A replica that goes down by itself, or that the test deletes, is
+// excused: fedop is held to the replicas it takes down. A deletion by fedop
+// while another replica is down counts against it.
+func TestLedgerExcusesWhatFedopDidNotDo(t *testing.T) {
+	l := newLedger(at(0))
+	l.spec(1, twoPodSpec(2, 1), false, at(0))
+	l.pod("a", testPod("x-pd-0", "pd", "a0", true, false), false, at(1))
+	l.pod("a", testPod("x-pd-1", "pd", "a1", true, false), false, at(2))
+	l.pod("b", testPod("x-pd-2", "pd", "b2", true, false), false, at(3))
+	l.reset(at(4))
+
+	// a1 crashes (not Ready, not deleted): excused.
+	l.pod("a", testPod("x-pd-1", "pd", "a1", false, false), false, at(10))
+	assert.Equal(t, 1, l.unavailable)
+	assert.Equal(t, 0, l.disrupted)
+	// The test deletes b2, announced: excused, and not fedop's deletion.
+	l.External("b", "x-pd-2")
+	l.pod("b", testPod("x-pd-2", "pd", "b2", true, true), false, at(20))
+	assert.Equal(t, 2, l.unavailable)
+	assert.Equal(t, 0, l.disrupted)
+	// fedop replaces the crashed pod: it was down already, costs nothing.
+	l.pod("a", testPod("x-pd-1", "pd", "a1", false, true), false, at(30))
+	// fedop deletes a0 while b2 is still down: that counts.
+	l.pod("a", testPod("x-pd-0", "pd", "a0", true, true), false, at(40))
+	r := l.report(at(50))
+	assert.Equal(t, []string{"a/x-pd-1", "a/x-pd-0"}, r.DeletionOrder(), "the test's own deletion is not fedop's")
+	require.Len(t, r.Deletions, 3)
+	assert.True(t, r.Deletions[0].External)
+	assert.Equal(t, 0, r.Deletions[1].DisruptedBefore, "replacing a crashed pod")
+	assert.Equal(t, 0, r.Deletions[2].DisruptedBefore, "the crashed and the deleted pods are excused")
+	assert.Equal(t, 1, r.MaxDisrupted)
+	// Once b2's name is Ready again, it is no longer excused.
+	l.pod("b", testPod("x-pd-2", "pd", "b2-new", true, false), false, at(60))
+	assert.Empty(t, l.excused["b/x-pd-2"])
+}
+
+// Two live pods with one name in two members are reported.
+func TestLedgerDuplicateNames(t *testing.T) {
+	l := newLedger(at(0))
+	l.spec(1, twoPodSpec(1, 1), false, at(0))
+	l.pod("a", testPod("x-pd-0", "pd", "a0", true, false), false, at(1))
+	l.pod("b", testPod("x-pd-1", "pd", "b1", true, false), false, at(2))
+	assert.Empty(t, l.report(at(3)).Duplicates)
+	l.pod("b", testPod("x-pd-0", "pd", "b0", false, false), false, at(4))
+	assert.Len(t, l.report(at(5)).Duplicates, 1)
+	// A replacement of the same name in the same member is no duplicate.
+	l.pod("a", testPod("x-pd-0", "pd", "a0", true, false), true, at(6))
+	l.pod("a", testPod("x-pd-0", "pd", "a0-new", false, false), false, at(7))
+	assert.Len(t, l.report(at(8)).Duplicates, 2, "b0 still lives while a's new x-pd-0 appears")
+}

@@ -416,16 +416,20 @@ func (s *scenario) waitDeletions(n int) Report {
 }
 
 // assertOneAtATime checks a rollout's report: the invariant held, every
-// deletion was issued with every other pod available, and each step
-// started only after the previous one ended.
+// deletion by fedop was issued with no other replica disrupted, and each
+// step started only after the previous one ended.
 func (s *scenario) assertOneAtATime(r Report) {
 	s.t.Helper()
-	assert.LessOrEqual(s.t, r.MaxUnavailable, 1, "pods unavailable at once (at %s)", r.MaxUnavailableAt.Format("15:04:05.000"))
-	before := make([]int, 0, len(r.Deletions))
+	assert.LessOrEqual(s.t, r.MaxDisrupted, 1, "replicas disrupted at once (at %s)", r.MaxDisruptedAt.Format("15:04:05.000"))
+	var fedop []string
+	before := []int{}
 	for _, d := range r.Deletions {
-		before = append(before, d.UnavailableBefore)
+		if !d.External {
+			fedop = append(fedop, d.String())
+			before = append(before, d.DisruptedBefore)
+		}
 	}
-	assert.Equal(s.t, make([]int, len(r.Deletions)), before, "pods unavailable when each deletion was seen: %v", r.DeletionOrder())
+	assert.Equal(s.t, make([]int, len(before)), before, "replicas disrupted when each of fedop's deletions was seen: %v", fedop)
 	if !assert.Empty(s.t, r.Overlaps, "steps that overlapped") {
 		s.t.Logf("checker history:\n%s", FormatHistory(r.History))
 	}
@@ -462,17 +466,18 @@ const (
 	windowTeardown
 )
 
-// finish ends the scenario's measurement: the checker's maximum
-// unavailable must not exceed one. Its figures are logged and kept for the
-// closing summary.
+// finish ends the scenario's measurement: the checker's maximum of
+// disrupted replicas must not exceed one, and no two live pods may have
+// shared a name. Its figures are logged and kept for the closing summary.
 func (s *scenario) finish(w window) Report {
 	s.t.Helper()
 	r := s.checker.Report()
 	s.t.Logf("checker (%s window): %s", r.Window.Round(time.Millisecond), r.Summary())
 	s.t.Logf("deletions: %v", r.DeletionOrder())
-	if !assert.LessOrEqual(s.t, r.MaxUnavailable, 1, "the checker saw %d pods unavailable at %s", r.MaxUnavailable, r.MaxUnavailableAt.Format("15:04:05.000")) {
+	if !assert.LessOrEqual(s.t, r.MaxDisrupted, 1, "the checker saw %d replicas disrupted at %s", r.MaxDisrupted, r.MaxDisruptedAt.Format("15:04:05.000")) {
 		s.t.Logf("checker history:\n%s", FormatHistory(r.History))
 	}
+	assert.Empty(s.t, r.Duplicates, "pods that shared a name across members")
 	recordFigures(s.title, r, w)
 	return r
 }

@@ -58,7 +58,7 @@ func newKindProvider(cfg Config) (*Provider, error) {
 	if err != nil {
 		return nil, err
 	}
-	members := &kindMembers{prefix: cfg.KindPrefix, clients: clients}
+	members := &kindMembers{prefix: cfg.KindPrefix, clients: clients, host: host}
 	return &Provider{
 		Name:      ProviderKind,
 		Manager:   &KindManager{Client: host, Namespace: kindManagerNamespace, Deployment: kindManagerDeployment, LogPath: logPath},
@@ -321,6 +321,75 @@ type kindMembers struct {
 	prefix string
 	// clients probe each member's /readyz (2s timeout per request).
 	clients map[string]rest.Interface
+	// host reads the host cluster's node, where the manager runs.
+	host kubernetes.Interface
+}
+
+// partitionRules are the iptables rule specifications that cut the manager
+// off a member: packets to the member's API server (port 6443) from the
+// host's node and from the host's pod network are dropped, so the
+// manager's connections hang; the member's own components, and the
+// suite's connections through the ports Docker publishes, go on.
+func (k *kindMembers) partitionRules(ctx context.Context) ([][]string, error) {
+	hostNode := nodeContainer(k.prefix, "host")
+	ip, err := docker(ctx, "inspect", "--format", "{{range .NetworkSettings.Networks}}{{.IPAddress}} {{end}}", hostNode)
+	if err != nil {
+		return nil, err
+	}
+	sources := strings.Fields(ip)
+	nodes, err := k.host.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("host nodes: %w", err)
+	}
+	for _, n := range nodes.Items {
+		sources = append(sources, n.Spec.PodCIDRs...)
+	}
+	if len(sources) == 0 {
+		return nil, fmt.Errorf("no address found for the host's node %s", hostNode)
+	}
+	var rules [][]string
+	for _, src := range sources {
+		rules = append(rules, []string{"INPUT", "-p", "tcp", "--dport", "6443", "-s", src, "-j", "DROP"})
+	}
+	return rules, nil
+}
+
+// Partition inserts the partition rules in member's node container.
+func (k *kindMembers) Partition(ctx context.Context, member string) error {
+	rules, err := k.partitionRules(ctx)
+	if err != nil {
+		return err
+	}
+	name := nodeContainer(k.prefix, member)
+	for _, r := range rules {
+		if _, err := docker(ctx, append([]string{"exec", name, "iptables", "-C"}, r...)...); err == nil {
+			continue // in place already
+		}
+		if _, err := docker(ctx, append([]string{"exec", name, "iptables", "-I"}, r...)...); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Heal deletes the partition rules from member's node container.
+func (k *kindMembers) Heal(ctx context.Context, member string) error {
+	rules, err := k.partitionRules(ctx)
+	if err != nil {
+		return err
+	}
+	name := nodeContainer(k.prefix, member)
+	for _, r := range rules {
+		for {
+			if _, err := docker(ctx, append([]string{"exec", name, "iptables", "-C"}, r...)...); err != nil {
+				break // not (or no longer) there
+			}
+			if _, err := docker(ctx, append([]string{"exec", name, "iptables", "-D"}, r...)...); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // Down pauses member's node container and returns once Docker reports it

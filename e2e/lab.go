@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,13 +17,18 @@ import (
 	"time"
 
 	"k8s.io/client-go/rest"
+
+	"github.com/fedop-io/fedop/internal/testenv"
 )
 
 // The lab provider: hack/lab.sh's clusters are kwokctl clusters run as
 // plain processes on this machine, so the manager is a local process,
 // "member down" is SIGSTOP of the member's kube-apiserver process (it stops
 // answering but keeps its connections, like a hung or partitioned server)
-// and registration is hack/register-member.sh.
+// and registration is hack/register-member.sh. The manager reaches every
+// member through a TCP proxy of the suite's (members are registered with
+// the proxy's address), so that a partition can cut the manager off a
+// member that goes on running: the proxy freezes.
 
 // labPollInterval is how often the lab provider looks at a process or an
 // endpoint it waits for.
@@ -55,7 +61,22 @@ func newLabProvider(cfg Config) (*Provider, error) {
 	if err != nil {
 		return nil, err
 	}
-	members := &labMembers{kwokDir: filepath.Join(cfg.LabDir, "kwok"), clients: clients}
+	members := &labMembers{kwokDir: filepath.Join(cfg.LabDir, "kwok"), clients: clients, proxies: map[string]*testenv.Proxy{}}
+	for _, m := range cfg.Members {
+		rc, err := RESTConfig(m.Kubeconfig)
+		if err != nil {
+			return nil, err
+		}
+		u, err := url.Parse(rc.Host)
+		if err != nil {
+			return nil, fmt.Errorf("member %s: server %q: %w", m.Name, rc.Host, err)
+		}
+		p, err := testenv.NewProxy(u.Host)
+		if err != nil {
+			return nil, fmt.Errorf("member %s: proxy: %w", m.Name, err)
+		}
+		members.proxies[m.Name] = p
+	}
 	return &Provider{
 		Name: ProviderLab,
 		Manager: &LabManager{
@@ -66,7 +87,7 @@ func newLabProvider(cfg Config) (*Provider, error) {
 			PIDPath:        filepath.Join(cfg.LabDir, "manager.pid"),
 		},
 		Members:   members,
-		Registrar: &labRegistrar{script: script, cfg: cfg},
+		Registrar: &labRegistrar{script: script, cfg: cfg, proxies: members.proxies},
 	}, nil
 }
 
@@ -270,6 +291,29 @@ type labMembers struct {
 	kwokDir string
 	// clients probe each member's /readyz (2s timeout per request).
 	clients map[string]rest.Interface
+	// proxies stand between the manager and each member.
+	proxies map[string]*testenv.Proxy
+}
+
+// Partition freezes the proxy between the manager and member: bytes stop
+// in both directions and connections hang, as when packets are dropped.
+func (l *labMembers) Partition(_ context.Context, member string) error {
+	p, ok := l.proxies[member]
+	if !ok {
+		return fmt.Errorf("member %s is not one of the suite's members", member)
+	}
+	p.Freeze()
+	return nil
+}
+
+// Heal lets the proxy's bytes through again.
+func (l *labMembers) Heal(_ context.Context, member string) error {
+	p, ok := l.proxies[member]
+	if !ok {
+		return fmt.Errorf("member %s is not one of the suite's members", member)
+	}
+	p.Thaw()
+	return nil
 }
 
 // apiserverPID returns the pid of member's kube-apiserver: the one process
@@ -362,12 +406,12 @@ func processState(pid int) (byte, error) {
 }
 
 // labRegistrar registers members with hack/register-member.sh, the script a
-// user runs. The lab's API servers listen on this machine, where the
-// manager runs too, so the member's own address is the right one (no
-// --server).
+// user runs, with the address of the suite's proxy to the member (--server),
+// which listens on this machine, where the manager runs too.
 type labRegistrar struct {
-	script string
-	cfg    Config
+	script  string
+	cfg     Config
+	proxies map[string]*testenv.Proxy
 }
 
 func (r *labRegistrar) Register(ctx context.Context, name, cluster string, opts RegisterOptions) error {
@@ -376,6 +420,9 @@ func (r *labRegistrar) Register(ctx context.Context, name, cluster string, opts 
 		return fmt.Errorf("cluster %s is not one of the suite's members", cluster)
 	}
 	args := []string{"--host-kubeconfig", r.cfg.HostKubeconfig, "--member-kubeconfig", m.Kubeconfig, "--name", name}
+	if p, ok := r.proxies[cluster]; ok {
+		args = append(args, "--server", "https://"+p.Addr())
+	}
 	if opts.RevokeOldTokens {
 		args = append(args, "--revoke-old-tokens")
 	}

@@ -35,7 +35,10 @@ import (
 // fcNames are the FederationClusters of the scenarios, one per namespace:
 // each scenario works in a namespace of its own, created (with decoys)
 // before the first scenario runs.
-var fcNames = []string{"create", "upgrade", "env", "scale", "kill", "down", "rotate", "bad", "delete", "delete-down", "stall"}
+var fcNames = []string{
+	"create", "upgrade", "env", "scale", "kill", "down", "rotate", "bad", "delete", "delete-down",
+	"stall", "identity", "partition", "stuck", "lost", "frozen",
+}
 
 // suite is what every scenario shares.
 var suite struct {
@@ -165,6 +168,14 @@ func setup(ctx context.Context) error {
 		}
 	}
 
+	// Every member registered the provider's way, before the manager
+	// starts: the lab's manager then reaches members through the suite's
+	// proxies, which Partition freezes.
+	for _, m := range cfg.Members {
+		if err := suite.provider.Registrar.Register(ctx, m.Name, m.Name, RegisterOptions{}); err != nil {
+			return fmt.Errorf("registering %s: %w", m.Name, err)
+		}
+	}
 	if err := suite.provider.Manager.Start(ctx); err != nil {
 		return err
 	}
@@ -173,8 +184,8 @@ func setup(ctx context.Context) error {
 	return nil
 }
 
-// teardown brings every member up (a failed scenario may have left one
-// down) and stops the manager gracefully.
+// teardown brings every member up and heals it (a failed scenario may have
+// left one down or partitioned) and stops the manager gracefully.
 func teardown() error {
 	if suite.provider == nil {
 		return nil // setup failed before there was anything to undo
@@ -183,6 +194,9 @@ func teardown() error {
 	defer cancel()
 	var errs []string
 	for _, m := range suite.cfg.Members {
+		if err := suite.provider.Members.Heal(ctx, m.Name); err != nil {
+			errs = append(errs, err.Error())
+		}
 		if err := suite.provider.Members.Up(ctx, m.Name); err != nil {
 			errs = append(errs, err.Error())
 		}
@@ -271,13 +285,14 @@ func printFigures() {
 	suite.mu.Lock()
 	defer suite.mu.Unlock()
 	fmt.Println()
-	fmt.Println("=== e2e checker figures: the suite's own watches and receive times; unavailable = sum over placements of max(0, desired - Ready and not terminating)")
+	fmt.Println("=== e2e checker figures: the suite's own watches and receive times; unavailable = replicas that were up and are not; disrupted = those of them fedop took down (see e2e.Checker)")
 	fmt.Println("    step overhead = previous step's replacement Ready (or removed pod gone) -> next pod's deletionTimestamp; includes spec.minReadySeconds=2 (fedop waits 1-2s of it: Ready times have a one-second resolution)")
-	fmt.Printf("%-40s %6s %9s %5s %8s %8s %8s %8s\n", "scenario", "maxUnv", "deletions", "steps", "p50", "p90", "p99", "max")
+	fmt.Printf("%-40s %7s %6s %9s %5s %8s %8s %8s %8s\n", "scenario", "maxDisr", "maxUnv", "deletions", "steps", "p50", "p90", "p99", "max")
 	var clean, all []time.Duration
-	maxUnavailable := 0
+	maxUnavailable, maxDisrupted := 0, 0
 	for _, f := range suite.figures {
 		maxUnavailable = max(maxUnavailable, f.report.MaxUnavailable)
+		maxDisrupted = max(maxDisrupted, f.report.MaxDisrupted)
 		name := f.scenario
 		var o []time.Duration
 		switch f.window {
@@ -292,11 +307,11 @@ func printFigures() {
 		case windowTeardown:
 			name += " (teardown)"
 		}
-		fmt.Printf("%-40s %6d %9d %5d %8s %8s %8s %8s\n", name, f.report.MaxUnavailable, len(f.report.Deletions), len(o),
+		fmt.Printf("%-40s %7d %6d %9d %5d %8s %8s %8s %8s\n", name, f.report.MaxDisrupted, f.report.MaxUnavailable, len(f.report.Deletions), len(o),
 			pct(o, 50), pct(o, 90), pct(o, 99), pct(o, 100))
 	}
-	fmt.Printf("%-40s %6s %9s %5d %8s %8s %8s %8s\n", "steps without faults", "", "", len(clean), pct(clean, 50), pct(clean, 90), pct(clean, 99), pct(clean, 100))
-	fmt.Printf("%-40s %6d %9s %5d %8s %8s %8s %8s\n", "all", maxUnavailable, "", len(all), pct(all, 50), pct(all, 90), pct(all, 99), pct(all, 100))
+	fmt.Printf("%-40s %7s %6s %9s %5d %8s %8s %8s %8s\n", "steps without faults", "", "", "", len(clean), pct(clean, 50), pct(clean, 90), pct(clean, 99), pct(clean, 100))
+	fmt.Printf("%-40s %7d %6d %9s %5d %8s %8s %8s %8s\n", "all", maxDisrupted, maxUnavailable, "", len(all), pct(all, 50), pct(all, 90), pct(all, 99), pct(all, 100))
 	fmt.Println("    * faults injected during the window (kills, a member down, rotated credentials): its steps include the faults' time")
 	fmt.Println("    (teardown): a deletion of the FederationCluster, all pods at once by design: no steps")
 }

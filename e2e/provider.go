@@ -45,6 +45,12 @@ type MemberFaults interface {
 	Down(ctx context.Context, member string) error
 	// Up brings it back and returns once it answers /readyz.
 	Up(ctx context.Context, member string) error
+	// Partition cuts the manager off member: from the manager's side the
+	// member's API server stops answering (its packets are dropped, its
+	// connections hang), while the member, its pods and the suite's own
+	// connections to it go on. Heal undoes it.
+	Partition(ctx context.Context, member string) error
+	Heal(ctx context.Context, member string) error
 }
 
 // RegisterOptions are the options of a registration.

@@ -145,9 +145,19 @@ func MapObject(_ context.Context, obj client.Object) []reconcile.Request {
 // giving up then loses nothing.
 const mapMemberTimeout = 5 * time.Second
 
-// mapMember maps a member to every FederationCluster that uses it.
+// mapMember maps a member's state change to every FederationCluster that
+// uses it. A member that connects (or is listed again) gets the
+// controller's watches on its new cache at once, so that its pods wake the
+// FederationClusters they belong to, whether or not those still name the
+// member: one that was dropped while the member could not be seen drains
+// its leftovers when it sees them.
 func (r *Reconciler) mapMember(c client.Reader) func(context.Context, string) []reconcile.Request {
 	return func(ctx context.Context, name string) []reconcile.Request {
+		if r.members.State(name).Connected {
+			if err := r.watch(ctx, name); err != nil {
+				ctrl.LoggerFrom(ctx).Error(err, "Starting watches on a member cluster", "member", name)
+			}
+		}
 		ctx, cancel := context.WithTimeout(ctx, mapMemberTimeout)
 		defer cancel()
 		var list v1alpha1.FederationClusterList

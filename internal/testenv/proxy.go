@@ -32,9 +32,9 @@ type Proxy struct {
 	wg         sync.WaitGroup
 }
 
-// newProxy listens on 127.0.0.1 at a free port and forwards to target
-// (host:port).
-func newProxy(target string) (*Proxy, error) {
+// NewProxy listens on 127.0.0.1 at a free port and forwards to target
+// (host:port) until Close.
+func NewProxy(target string) (*Proxy, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, err

@@ -178,7 +178,7 @@ func (c *Cluster) start(sch *runtime.Scheme, proxied bool) error {
 	if err != nil {
 		return fmt.Errorf("server address of %s: %w", c.Name, err)
 	}
-	if c.Proxy, err = newProxy(u.Host); err != nil {
+	if c.Proxy, err = NewProxy(u.Host); err != nil {
 		return fmt.Errorf("proxy for %s: %w", c.Name, err)
 	}
 	kc, err := clientcmd.Load(c.Kubeconfig)
