@@ -30,18 +30,6 @@ second=${members[1]:-$first}
 passed=0
 failed=0
 
-check() {
-  local what=$1
-  shift
-  if "$@"; then
-    echo "ok   $what"
-    passed=$((passed + 1))
-  else
-    echo "FAIL $what"
-    failed=$((failed + 1))
-  fi
-}
-
 k() {
   local name=$1
   shift
@@ -276,11 +264,7 @@ no_volume_no_token() {
   run_pod "$first" plain /bin/busybox sh /run.sh || return 1
   # run.sh serves; a readiness probe is not needed to call it once Running.
   k "$first" -n "$NS" wait pod/plain --for=jsonpath='{.status.phase}'=Running --timeout=120s >/dev/null || return 1
-  local i
-  for ((i = 0; i < 20; i++)); do
-    [[ $(proxy plain "") == 200* ]] && break
-    sleep 0.5
-  done
+  poll 10 expect_proxy plain "" 200 || return 1
   expect_proxy plain token 404 && expect_proxy plain drain 200 &&
     expect_proxy plain calls 200 "^drain [0-9]+ plain$"
 }
