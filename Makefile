@@ -127,8 +127,12 @@ kind-image: ## Build the offline kind node image (fedop.local/kind-node:<Kuberne
 	hack/kind/node-image.sh
 
 .PHONY: kind-up
-kind-up: $(BIN)/kind $(BIN)/kubectl ## Docker set up for kind, clusters fedop-host, fedop-k8s-a, fedop-k8s-b, fedop deployed in the host, members registered.
+kind-up: $(BIN)/kind $(BIN)/kubectl ## Docker set up for kind, clusters fedop-host and members (KIND_MEMBERS, default k8s-a k8s-b) on one flat pod network, storage, fedop deployed in the host, members registered.
 	hack/kind/up.sh
+
+.PHONY: kind-check
+kind-check: $(BIN)/kubectl ## Check the kind clusters: pod IPs reachable across clusters, claims binding, the workload's hooks through pods/proxy.
+	hack/kind/check.sh
 
 .PHONY: e2e-kind
 e2e-kind: ## The e2e suite against the kind clusters: in-cluster manager, real kubelets, docker pause for member faults.

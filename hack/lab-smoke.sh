@@ -72,6 +72,68 @@ EOF
   [[ $node_zone == "$zone" ]] || { echo "     pod on $node in zone '$node_zone', want '$zone'"; return 1; }
 }
 
+# member_pod_ips_differ: a pod in each member gets an IP from that member's
+# own pod CIDR (hack/lib.sh pod_cidr), so no two members share pod IPs.
+member_pod_ips_differ() {
+  local m kc pos ip want ips=()
+  for m in $MEMBERS; do
+    kc=$LAB_DIR/$m.kubeconfig
+    "$KUBECTL" --kubeconfig "$kc" apply -f - >/dev/null <<EOF || return 1
+apiVersion: v1
+kind: Pod
+metadata: {name: smoke-ip, namespace: default}
+spec:
+  containers: [{name: main, image: registry.example/none:1}]
+EOF
+  done
+  for m in $MEMBERS; do
+    kc=$LAB_DIR/$m.kubeconfig
+    "$KUBECTL" --kubeconfig "$kc" wait pod/smoke-ip --for=condition=Ready --timeout=60s >/dev/null || return 1
+    ip=$("$KUBECTL" --kubeconfig "$kc" get pod smoke-ip -o jsonpath='{.status.podIP}')
+    # shellcheck disable=SC2086 # one member per word
+    pos=$(cluster_position "$m" host $MEMBERS)
+    want=$(pod_cidr "$pos")
+    want=${want%.0.0/16}.
+    [[ $ip == "$want"* ]] || { echo "     $m: pod IP '$ip', want one in $(pod_cidr "$pos")"; return 1; }
+    ips+=("$m=$ip")
+  done
+  echo "     ${ips[*]}"
+}
+
+# claim_binds: a claim of the default StorageClass stays Pending until a pod
+# uses it, then is Bound to a volume with node affinity to the pod's node,
+# the pod becomes Ready, and deleting pod and claim deletes the volume.
+claim_binds() {
+  local kc=$LAB_DIR/${MEMBERS%% *}.kubeconfig phase pv node pv_node
+  k() { "$KUBECTL" --kubeconfig "$kc" "$@"; }
+  k apply -f - >/dev/null <<EOF || return 1
+apiVersion: v1
+kind: PersistentVolumeClaim
+metadata: {name: smoke-data, namespace: default}
+spec: {accessModes: [ReadWriteOnce], resources: {requests: {storage: 1Gi}}}
+EOF
+  phase=$(k get pvc smoke-data -o jsonpath='{.status.phase}')
+  [[ $phase == Pending ]] || { echo "     claim $phase before its pod, want Pending"; return 1; }
+  k apply -f - >/dev/null <<EOF || return 1
+apiVersion: v1
+kind: Pod
+metadata: {name: smoke-data, namespace: default}
+spec:
+  volumes: [{name: data, persistentVolumeClaim: {claimName: smoke-data}}]
+  containers: [{name: main, image: registry.example/none:1, volumeMounts: [{name: data, mountPath: /data}]}]
+EOF
+  k wait pod/smoke-data --for=condition=Ready --timeout=60s >/dev/null || return 1
+  phase=$(k get pvc smoke-data -o jsonpath='{.status.phase}')
+  pv=$(k get pvc smoke-data -o jsonpath='{.spec.volumeName}')
+  node=$(k get pod smoke-data -o jsonpath='{.spec.nodeName}')
+  pv_node=$(k get pv "$pv" -o jsonpath='{.spec.nodeAffinity.required.nodeSelectorTerms[0].matchExpressions[0].values[0]}')
+  [[ $phase == Bound && -n $node && $pv_node == "$node" ]] ||
+    { echo "     claim $phase to '$pv' (node '$pv_node'), pod on '$node'"; return 1; }
+  echo "     claim Bound to $pv on $node"
+  k delete pod smoke-data --wait=true >/dev/null && k delete pvc smoke-data --wait=true >/dev/null || return 1
+  k wait "pv/$pv" --for=delete --timeout=60s >/dev/null || { echo "     $pv was not deleted with its claim"; return 1; }
+}
+
 host_state() {
   host get namespaces,secrets -A -o name | sort
 }
@@ -146,7 +208,11 @@ first=${MEMBERS%% *}
 kc=$(member_kc "$first")
 check "member credentials: can create pods in default" can_i "$kc" yes create pods -n default
 check "member credentials: cannot get secrets in kube-system" can_i "$kc" no get secrets -n kube-system
+check "member credentials: can write EndpointSlices in default" can_i "$kc" yes patch endpointslices.discovery.k8s.io -n default
+check "member credentials: can call pods through the API server (pods/proxy)" can_i "$kc" yes get pods/proxy -n default
 check "a pod with a zone node selector lands on a matching node and becomes Ready" pod_lands_in_zone
+check "pod IPs differ between members (each member's own pod CIDR)" member_pod_ips_differ
+check "a claim of StorageClass standard binds on its pod's node; its volume goes with it" claim_binds
 check "register-member: missing member kubeconfig fails, host unchanged" \
   register_fails --host-kubeconfig "$LAB_DIR/host.kubeconfig" --member-kubeconfig "$LAB_DIR/nope.kubeconfig" --name bad
 check "register-member: unreachable member fails, host unchanged" \

@@ -8,6 +8,27 @@
 # collected. Every member is registered on the host as a user would, with
 # hack/register-member.sh.
 #
+# Pod IPs: the kwok controller hands each pod an IP from its --cidr (kwok's
+# default, 10.0.0.0/24, is the same in every cluster). The lab gives the
+# n-th cluster (host 0, then the members in MEMBERS order) its own,
+# 10.(240+n).0.0/16 (hack/lib.sh pod_cidr, the kind clusters' plan too), so
+# pod IPs differ between members: k8s-a 10.241.x.x, k8s-b 10.242.x.x.
+#
+# Storage: every member has the default StorageClass "standard"
+# (WaitForFirstConsumer, reclaimPolicy Delete), like the kind clusters, and
+# claims of it become Bound although fake nodes mount nothing. kwok plays
+# the class's provisioner, lab.fedop.io/local-path, with two Stages
+# (kwok_stages below) that do what local-path-provisioner does on kind: once
+# the scheduler has picked a node for a claim's pod (the claim's
+# volume.kubernetes.io/selected-node annotation), a PersistentVolume
+# pvc-<claim UID> of the claim's size, pre-bound to the claim and with node
+# affinity to that node; kube-controller-manager binds the two, and the
+# scheduler binds the pod. A Released volume is deleted. Nothing is
+# provisioned before a pod needs the claim, a claim keeps its node, and a
+# deleted claim's volume goes away, as on kind. Static volumes per node
+# would have needed a pool size and a recycler; this needs neither, and
+# `lab-up` creates no extra objects.
+#
 # Usage:
 #   hack/lab.sh up       create (or restart) the lab; idempotent
 #   hack/lab.sh down     delete every lab cluster and leave no process behind
@@ -45,7 +66,8 @@ KUBECTL=$(kubectl_bin)
 # $KWOK_WORKDIR/kwok.yaml when it creates a cluster, and Stages found there
 # replace its defaults, so kwok's own defaults for a binary-runtime cluster
 # are taken from the kwok module that hack/tools/go.mod pins, with one
-# change: pod-delete.
+# change, pod-delete, and two Stages of the lab's own for storage (see the
+# header).
 #
 # kwok's pod-delete Stage finishes a terminating pod with a DELETE by name,
 # grace period 0 and no UID precondition (kwok v0.8.0,
@@ -89,6 +111,79 @@ spec:
       values: ['0']
   next:
     delete: true
+---
+apiVersion: kwok.x-k8s.io/v1alpha1
+kind: Stage
+metadata:
+  name: fedop-lab-volume-provision
+spec:
+  resourceRef:
+    apiGroup: v1
+    kind: PersistentVolumeClaim
+  selector:
+    matchExpressions:
+    - cel:
+        expression: >-
+          has(self.spec.storageClassName) && self.spec.storageClassName == 'standard'
+    - cel:
+        expression: >-
+          !has(self.metadata.deletionTimestamp) && !has(self.spec.volumeName)
+    - cel:
+        expression: >-
+          has(self.metadata.annotations) && 'volume.kubernetes.io/selected-node' in self.metadata.annotations
+  steps:
+  - apply:
+      template: |
+        apiVersion: v1
+        kind: PersistentVolume
+        metadata:
+          name: pvc-{{ .metadata.uid }}
+          annotations:
+            pv.kubernetes.io/provisioned-by: lab.fedop.io/local-path
+        spec:
+          accessModes:
+          {{ YAML .spec.accessModes 2 }}
+          capacity:
+            storage: {{ .spec.resources.requests.storage | Quote }}
+          persistentVolumeReclaimPolicy: Delete
+          storageClassName: standard
+          volumeMode: {{ default "Filesystem" .spec.volumeMode | Quote }}
+          claimRef:
+            apiVersion: v1
+            kind: PersistentVolumeClaim
+            name: {{ .metadata.name | Quote }}
+            namespace: {{ .metadata.namespace | Quote }}
+            uid: {{ .metadata.uid | Quote }}
+          hostPath:
+            path: /var/local-path-provisioner/pvc-{{ .metadata.uid }}
+            type: DirectoryOrCreate
+          nodeAffinity:
+            required:
+              nodeSelectorTerms:
+              - matchExpressions:
+                - key: kubernetes.io/hostname
+                  operator: In
+                  values:
+                  - {{ index .metadata.annotations "volume.kubernetes.io/selected-node" | Quote }}
+---
+apiVersion: kwok.x-k8s.io/v1alpha1
+kind: Stage
+metadata:
+  name: fedop-lab-volume-delete
+spec:
+  resourceRef:
+    apiGroup: v1
+    kind: PersistentVolume
+  selector:
+    matchExpressions:
+    - cel:
+        expression: >-
+          has(self.metadata.annotations) && 'pv.kubernetes.io/provisioned-by' in self.metadata.annotations && self.metadata.annotations['pv.kubernetes.io/provisioned-by'] == 'lab.fedop.io/local-path'
+    - cel:
+        expression: >-
+          !has(self.metadata.deletionTimestamp) && self.spec.persistentVolumeReclaimPolicy == 'Delete' && has(self.status.phase) && self.status.phase == 'Released'
+  steps:
+  - delete: true
 EOF
   if [[ -n ${LAB_KWOK_STAGES:-} ]]; then
     [[ -f $LAB_KWOK_STAGES ]] || die "LAB_KWOK_STAGES=$LAB_KWOK_STAGES: no such file"
@@ -120,9 +215,12 @@ answers() {
 LAB_LOCK=${LAB_LOCK:-${TMPDIR:-/tmp}/fedop-lab.lock}
 
 # up_cluster creates cluster $1, or starts it again when it exists but does
-# not answer (for example after a reboot), and writes its kubeconfig.
+# not answer (for example after a reboot), and writes its kubeconfig. A
+# cluster keeps the pod CIDR it was created with.
 up_cluster() {
-  local name=$1
+  local name=$1 cidr
+  # shellcheck disable=SC2086 # one member per word
+  cidr=$(pod_cidr "$(cluster_position "$name" $HOST $MEMBERS)")
   if lab_clusters | grep -qx "$name"; then
     if answers "$name"; then
       log "Cluster $name is already up"
@@ -132,7 +230,7 @@ up_cluster() {
     flock -o "$LAB_LOCK" "$KWOKCTL" start cluster --name "$name" --wait 60s >"$LAB_DIR/$name.log" 2>&1 ||
       die "starting cluster $name failed; see $LAB_DIR/$name.log"
   else
-    log "Creating cluster $name"
+    log "Creating cluster $name (pod IPs from $cidr)"
     # --kubeconfig "" keeps kwokctl from editing ~/.kube/config.
     flock -o "$LAB_LOCK" "$KWOKCTL" create cluster --name "$name" \
       --runtime binary \
@@ -146,6 +244,7 @@ up_cluster() {
       --kwok-controller-binary "$BIN/kwok" \
       --extra-args kube-scheduler=leader-elect=false \
       --extra-args kube-controller-manager=leader-elect=false \
+      --extra-args kwok-controller=cidr="$cidr" \
       --wait 60s >"$LAB_DIR/$name.log" 2>&1 ||
       die "creating cluster $name failed; see $LAB_DIR/$name.log"
   fi
@@ -186,6 +285,23 @@ EOF
   done
 }
 
+# storage_manifest prints the StorageClass every member gets; the kwok
+# Stages in kwok_stages provision its claims.
+storage_manifest() {
+  cat <<EOF
+---
+apiVersion: storage.k8s.io/v1
+kind: StorageClass
+metadata:
+  name: standard
+  annotations:
+    storageclass.kubernetes.io/is-default-class: "true"
+provisioner: lab.fedop.io/local-path
+volumeBindingMode: WaitForFirstConsumer
+reclaimPolicy: Delete
+EOF
+}
+
 cmd_up() {
   require_bins etcd kube-apiserver kube-controller-manager kube-scheduler kwok kwokctl
   local start=$SECONDS name
@@ -198,8 +314,8 @@ cmd_up() {
     up_cluster "$name"
   done
   for name in $MEMBERS; do
-    log "Adding fake nodes to $name (zones: $LAB_ZONES)"
-    nodes_manifest "$name" | "$KUBECTL" --kubeconfig "$(kubeconfig_of "$name")" apply -f - >/dev/null
+    log "Adding fake nodes (zones: $LAB_ZONES) and StorageClass standard to $name"
+    { nodes_manifest "$name"; storage_manifest; } | "$KUBECTL" --kubeconfig "$(kubeconfig_of "$name")" apply -f - >/dev/null
   done
   for name in $MEMBERS; do
     "$ROOT/hack/register-member.sh" \

@@ -96,6 +96,31 @@ is_dns_label() {
   [[ ${#1} -le 63 && $1 =~ ^[a-z0-9]([-a-z0-9]*[a-z0-9])?$ ]]
 }
 
+# pod_cidr prints the pod CIDR of the cluster at position $1 of a lab or of
+# the kind clusters, in the order host, then members as listed (0 is the
+# host, 1 the first member, ...): 10.(240+$1).0.0/16. Clusters that never
+# share a pod IP can be joined into one flat pod network (kind), and a pod
+# IP names its cluster. Both fit in 10.240.0.0/12, so there are at most 16.
+pod_cidr() {
+  (($1 >= 0 && $1 < 16)) || die "cluster position $1: at most 16 clusters get a pod CIDR in 10.240.0.0/12"
+  echo "10.$((240 + $1)).0.0/16"
+}
+
+# cluster_position prints the position of name $1 in the list $2... (from
+# 0), or fails when it is not there.
+cluster_position() {
+  local want=$1 i=0 name
+  shift
+  for name in "$@"; do
+    if [[ $name == "$want" ]]; then
+      echo "$i"
+      return 0
+    fi
+    i=$((i + 1))
+  done
+  return 1
+}
+
 # wait_crd_established waits up to 60s for CRD $2 in the cluster of
 # kubeconfig $1 to be Established. `kubectl wait --for condition=...` fails
 # outright on a CRD created a moment ago, whose status.conditions is still

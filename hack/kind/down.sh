@@ -6,21 +6,27 @@
 # kind). Images stay: they are the cache that makes the next kind-up fast;
 # `docker image prune` or removing fedop.local/* images is the user's call.
 #
-# Environment: KIND_PREFIX, KIND_MEMBERS as for up.sh.
+# Every kind cluster whose name starts with KIND_PREFIX (default fedop-) is
+# deleted, whichever KIND_MEMBERS made it: a `make kind-up
+# KIND_MEMBERS="k8s-a k8s-b k8s-c"` is taken down by a plain `make
+# kind-down`.
+#
+# Environment: KIND_PREFIX as for up.sh.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 if ! docker info >/dev/null 2>&1; then
   log "No Docker engine answers: no kind cluster can be left"
 else
+  clusters=$("$KIND" get clusters 2>/dev/null | grep "^$KIND_PREFIX" || true)
   # A paused node (an e2e run that failed with a member down) cannot be
   # deleted: unpause first.
-  for cluster in $(kind_cluster_names); do
+  for cluster in $clusters; do
     if [[ $(docker inspect --format '{{.State.Paused}}' "$cluster-control-plane" 2>/dev/null) == true ]]; then
       docker unpause "$cluster-control-plane" >/dev/null
     fi
   done
-  for cluster in $(existing_clusters); do
+  for cluster in $clusters; do
     log "Deleting kind cluster $cluster"
     "$KIND" delete cluster --name "$cluster" >/dev/null 2>&1 || die "kind could not delete $cluster"
   done

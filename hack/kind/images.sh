@@ -1,50 +1,63 @@
 #!/usr/bin/env bash
-# images.sh builds the two images fedop's kind clusters run, from this
-# machine's files only (there is no registry to pull a base image from):
+# images.sh builds the images fedop's kind clusters run, from this machine's
+# files only (there is no registry to pull a base image from):
 #
 #   - fedop-manager: the manager built with CGO_ENABLED=0 and stamped with
 #     its version, in an image FROM scratch (hack/kind/images/manager).
 #     Tagged with a hash of the binary. (The root Dockerfile builds the same
 #     binary for users with a registry; it pulls its base images.)
 #   - the e2e workload: busybox from Debian's busybox-static package,
-#     serving HTTP on port 8080 (hack/kind/images/workload), tagged v8.5.0,
-#     v8.5.1, ... for the e2e suite's upgrades. The package is downloaded
-#     and unpacked, not installed: busybox-static conflicts with the
-#     machine's busybox, which other packages may need.
+#     answering HTTP on port 8080 (hack/kind/images/workload), tagged
+#     v8.5.0, v8.5.1, ... for the e2e suite's upgrades. The package is
+#     downloaded and unpacked, not installed: busybox-static conflicts with
+#     the machine's busybox, which other packages may need.
+#   - local-path-provisioner: rancher's provisioner built from its Go module
+#     (pinned in hack/kind/tools/local-path-provisioner) with CGO_ENABLED=0,
+#     plus the same busybox for its helper pods, FROM scratch
+#     (hack/kind/images/local-path-provisioner). Tagged <version>-<hash>.
 #
-# Each image is built only when its inputs changed. Run by hack/kind/up.sh.
+# Each image is built only when its inputs changed: the image carries a
+# hash of its build context in the label io.fedop.inputs. The tags of the
+# manager and the provisioner are written to .kind/images/<name>.tag. Run
+# by hack/kind/up.sh.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 out=$KIND_WORK/images
-mkdir -p "$out/manager" "$out/workload"
+mkdir -p "$out"
 
-# build runs docker build quietly; its output is shown only when it fails
-# (Docker 28's client warns on every build that the legacy builder is
-# deprecated, which is noise here).
-build() {
-  docker build -q "$@" >"$out/build.log" 2>&1 || {
+# build_image builds the context directory $1 into every image named in
+# $2..., unless the last of them already carries the label io.fedop.inputs
+# with the hash of the context. docker build runs quietly; its output is
+# shown only when it fails (Docker 28's client warns on every build that the
+# legacy builder is deprecated, which is noise here).
+build_image() {
+  local ctx=$1 inputs current args=() t
+  shift
+  inputs=$(context_hash "$ctx")
+  current=$(docker image inspect --format '{{index .Config.Labels "io.fedop.inputs"}}' "${@: -1}" 2>/dev/null || true)
+  if [[ $current == "$inputs" ]]; then
+    log "Image ${1%:*} is current ($# tags)"
+    return 0
+  fi
+  for t in "$@"; do
+    args+=(-t "$t")
+  done
+  docker build -q --label "io.fedop.inputs=$inputs" "${args[@]}" "$ctx" >"$out/build.log" 2>&1 || {
     cat "$out/build.log" >&2
-    die "docker build $* failed"
+    die "docker build of $ctx failed"
   }
+  log "Built ${1%:*} ($# tags)"
 }
 
-# --- fedop-manager
-log "Building fedop-manager (static)"
-# Stamped with the Makefile's VERSION and COMMIT, as `make build` does.
-(cd "$ROOT" && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w $(make_var MANAGER_LDFLAGS)" -o "$out/manager/fedop-manager" ./cmd/fedop-manager)
-cp "$KIND_DIR/images/manager/Dockerfile" "$out/manager/Dockerfile"
-tag=$(cat "$out/manager/fedop-manager" "$out/manager/Dockerfile" | sha256sum | cut -c1-12)
-echo "$tag" >"$out/manager.tag"
-if docker image inspect "$MANAGER_REPO:$tag" >/dev/null 2>&1; then
-  log "Image $MANAGER_REPO:$tag is current"
-else
-  build -t "$MANAGER_REPO:$tag" "$out/manager"
-  log "Built $MANAGER_REPO:$tag"
-fi
+# context_hash prints a short hash of the files in directory $1, names and
+# contents.
+context_hash() {
+  (cd "$1" && find . -type f -print0 | LC_ALL=C sort -z | xargs -0 sha256sum) | sha256sum | cut -c1-12
+}
 
-# --- the e2e workload
-busybox=$out/workload/busybox
+# --- Debian's static busybox, for the workload and the provisioner's helper.
+busybox=$out/busybox
 if [[ ! -x $busybox ]]; then
   log "Fetching Debian's busybox-static"
   tmp=$(mktemp -d)
@@ -56,17 +69,29 @@ if [[ ! -x $busybox ]]; then
   cp "$tmp/root/bin/busybox" "$busybox"
   rm -rf "$tmp"
 fi
-cp "$KIND_DIR"/images/workload/{Dockerfile,index.html,run.sh} "$out/workload/"
-inputs=$(cat "$out/workload"/{busybox,Dockerfile,index.html,run.sh} | sha256sum | cut -c1-12)
+
+# --- fedop-manager
+log "Building fedop-manager (static)"
+mkdir -p "$out/manager"
+# Stamped with the Makefile's VERSION and COMMIT, as `make build` does.
+(cd "$ROOT" && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w $(make_var MANAGER_LDFLAGS)" -o "$out/manager/fedop-manager" ./cmd/fedop-manager)
+cp "$KIND_DIR/images/manager/Dockerfile" "$out/manager/"
+context_hash "$out/manager" >"$out/manager.tag"
+build_image "$out/manager" "$(manager_image)"
+
+# --- the e2e workload
+mkdir -p "$out/workload"
+cp "$busybox" "$KIND_DIR"/images/workload/{Dockerfile,index.html,run.sh,serve.sh} "$out/workload/"
 mapfile -t tags < <(workload_images)
-current=$(docker image inspect --format '{{index .Config.Labels "io.fedop.inputs"}}' "${tags[-1]}" 2>/dev/null || true)
-if [[ $current == "$inputs" ]]; then
-  log "Image $WORKLOAD_REPO is current (${#tags[@]} tags)"
-else
-  args=()
-  for t in "${tags[@]}"; do
-    args+=(-t "$t")
-  done
-  build --label "io.fedop.inputs=$inputs" "${args[@]}" "$out/workload"
-  log "Built $WORKLOAD_REPO with ${#tags[@]} tags (v8.5.0 to v8.5.$((${#tags[@]} - 1)))"
-fi
+build_image "$out/workload" "${tags[@]}"
+
+# --- local-path-provisioner
+lpp_mod=$KIND_DIR/tools/local-path-provisioner
+lpp_version=$(cd "$lpp_mod" && go list -m -f '{{.Version}}' github.com/rancher/local-path-provisioner)
+log "Building local-path-provisioner $lpp_version (static)"
+mkdir -p "$out/local-path-provisioner"
+(cd "$lpp_mod" && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w -X main.VERSION=$lpp_version" \
+  -o "$out/local-path-provisioner/local-path-provisioner" github.com/rancher/local-path-provisioner)
+cp "$busybox" "$KIND_DIR/images/local-path-provisioner/Dockerfile" "$out/local-path-provisioner/"
+echo "$lpp_version-$(context_hash "$out/local-path-provisioner")" >"$out/local-path-provisioner.tag"
+build_image "$out/local-path-provisioner" "$(storage_image)"

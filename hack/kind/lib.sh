@@ -58,6 +58,7 @@ KIND_HOST=host
 # changed input is a new tag and nothing stale is ever run.
 MANAGER_REPO=fedop.local/fedop-manager
 WORKLOAD_REPO=fedop.local/e2e-workload
+STORAGE_REPO=fedop.local/local-path-provisioner
 # The workload image carries every tag the e2e suite may set: the sample's
 # v8.5.0 and the upgrades' v8.5.1, v8.5.2, ... (scenario 5 starts another
 # upgrade whenever its ten kills outlast one).
@@ -86,29 +87,38 @@ existing_clusters() {
 # zone_of prints the zone of member $1: a for the first member, b for the
 # second, and so on; the host has none.
 zone_of() {
-  local i=0 name zones=(a b c d e f g h)
-  for name in $KIND_MEMBERS; do
-    if [[ $name == "$1" ]]; then
-      echo "${zones[$i]}"
-      return
-    fi
-    i=$((i + 1))
-  done
+  local i zones=(a b c d e f g h)
+  # shellcheck disable=SC2086 # one member per word
+  i=$(cluster_position "$1" $KIND_MEMBERS) || return 0
+  echo "${zones[$i]}"
 }
+
+# service_cidr prints the Service CIDR of the kind cluster at position $1
+# (0 the host, then the members): 10.(96+$1).0.0/16, inside kubeadm's
+# default 10.96.0.0/12. Distinct per cluster, so that a ClusterIP names its
+# cluster too; Service IPs are not routed between clusters.
+service_cidr() { echo "10.$((96 + $1)).0.0/16"; }
 
 # create_cluster creates kind cluster $1 (a name from KIND_HOST or
 # KIND_MEMBERS) from node image $2 unless it exists, and writes its
 # kubeconfig. Its output goes to $KIND_WORK/create-$1.log.
 create_cluster() {
-  local name=$1 image=$2 cluster config zone
+  local name=$1 image=$2 cluster config zone pos
   cluster=$(cluster_name "$name")
+  # shellcheck disable=SC2086 # one member per word
+  pos=$(cluster_position "$name" $KIND_HOST $KIND_MEMBERS)
   config=$KIND_WORK/cluster-$name.yaml
   if ! existing_clusters | grep -qx "$cluster"; then
     zone=$(zone_of "$name")
     # hack/kind/cluster.yaml holds the settings every fedop kind cluster
-    # needs on these machines; the node and its zone label are added here.
+    # needs on these machines; the subnets, the node and its zone label are
+    # added here. Each cluster's pod and Service subnets are its own, so
+    # that hack/kind/network.sh can route pod IPs between clusters.
     {
       cat "$KIND_DIR/cluster.yaml"
+      echo "networking:"
+      echo "  podSubnet: $(pod_cidr "$pos")"
+      echo "  serviceSubnet: $(service_cidr "$pos")"
       echo "nodes:"
       echo "- role: control-plane"
       if [[ -n $zone ]]; then
@@ -116,7 +126,7 @@ create_cluster() {
         echo "    topology.kubernetes.io/zone: \"$zone\""
       fi
     } >"$config"
-    log "Creating kind cluster $cluster${zone:+ (zone $zone)}"
+    log "Creating kind cluster $cluster${zone:+ (zone $zone)}, pods $(pod_cidr "$pos")"
     "$KIND" create cluster --name "$cluster" --image "$image" --config "$config" \
       --kubeconfig "$(kind_kubeconfig "$name")" --wait 180s >"$KIND_WORK/create-$name.log" 2>&1 || {
       tail -n 30 "$KIND_WORK/create-$name.log" >&2
@@ -136,6 +146,10 @@ manager_tag() {
 }
 
 manager_image() { echo "$MANAGER_REPO:$(manager_tag)"; }
+
+# storage_image prints the local-path-provisioner image images.sh built:
+# <module version>-<hash of its build context>.
+storage_image() { echo "$STORAGE_REPO:$(cat "$KIND_WORK/images/local-path-provisioner.tag")"; }
 
 # workload_images prints every tag of the workload image, one per line.
 workload_images() {

@@ -3,18 +3,26 @@
 # them the way a user would:
 #
 #   1. a Docker engine that can run kind (hack/kind/docker.sh ensure);
-#   2. kind clusters <prefix>host, <prefix>k8s-a and <prefix>k8s-b, one node
-#      each, created in parallel from the node image hack/kind/lib.sh names
-#      (fedop's offline image, or FEDOP_KIND_IMAGE); member nodes are
-#      labelled topology.kubernetes.io/zone a and b, as the sample expects;
-#   3. images built locally: fedop-manager (FROM scratch, the static binary)
+#   2. kind clusters <prefix>host, <prefix>k8s-a and <prefix>k8s-b (or the
+#      members KIND_MEMBERS names), one node each, created in parallel from
+#      the node image hack/kind/lib.sh names (fedop's offline image, or
+#      FEDOP_KIND_IMAGE); member nodes are labelled
+#      topology.kubernetes.io/zone a, b, c, ... in order, as the sample
+#      expects; the n-th cluster (host 0) has pod subnet 10.(240+n).0.0/16
+#      and Service subnet 10.(96+n).0.0/16;
+#   3. one flat pod network across the clusters (hack/kind/network.sh):
+#      routes between the nodes' pod CIDRs, no masquerading between them;
+#   4. images built locally: fedop-manager (FROM scratch, the static binary)
 #      loaded into the host, the e2e workload (Debian's busybox-static
-#      serving HTTP) loaded into the members;
-#   4. on the host: the CRD, then config/default through hack/kind/manager
+#      answering HTTP) loaded into the members, local-path-provisioner
+#      loaded into every cluster;
+#   5. storage in every cluster: local-path-provisioner as the default
+#      StorageClass "standard" (hack/kind/storage.yaml);
+#   6. on the host: the CRD, then config/default through hack/kind/manager
 #      and hack/manifests.sh (the manager Deployment in fedop-system with
 #      leader election, its ServiceAccount, RBAC, health probes, the metrics
 #      Service; metrics served securely, as users run it);
-#   5. every member registered with hack/register-member.sh, addressed by
+#   7. every member registered with hack/register-member.sh, addressed by
 #      its node container's name on the kind network
 #      (https://<cluster>-control-plane:6443), which is where the in-cluster
 #      manager reaches it.
@@ -23,11 +31,13 @@
 # their inputs changed, the manifests are applied again. Kubeconfigs (with
 # the ports published on this machine) are written to $KIND_WORK
 # (.kind/<name>.kubeconfig); nothing touches ~/.kube/config.
+# hack/kind/check.sh (`make kind-check`) shows that the pod network, the
+# storage and the workload's endpoints work.
 #
 # Environment:
 #   KIND_PREFIX    cluster name prefix (default fedop-)
-#   KIND_MEMBERS   member names (default "k8s-a k8s-b"); the n-th member's
-#                  node is in zone a, b, c, ... in order
+#   KIND_MEMBERS   member names (default "k8s-a k8s-b"), at most 8; the n-th
+#                  member's node is in zone a, b, c, ... in order
 #   FEDOP_KIND_IMAGE  node image to use instead of fedop's offline one
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -57,17 +67,45 @@ for pid in "${pids[@]}"; do
 done
 ((failed == 0)) || die "creating a kind cluster failed; logs in $KIND_WORK/create-*.log"
 
+log "== Flat pod network"
+"$KIND_DIR/network.sh"
+
 log "== Images"
 "$KIND_DIR/images.sh"
-"$KIND" load docker-image --name "$(cluster_name "$KIND_HOST")" "$(manager_image)" >>"$KIND_WORK/load.log" 2>&1 || die "loading $(manager_image) into the host failed; see $KIND_WORK/load.log"
 mapfile -t workload < <(workload_images)
 pids=()
-for name in $KIND_MEMBERS; do
-  "$KIND" load docker-image --name "$(cluster_name "$name")" "${workload[@]}" >>"$KIND_WORK/load.log" 2>&1 &
+for name in $KIND_HOST $KIND_MEMBERS; do
+  if [[ $name == "$KIND_HOST" ]]; then
+    images=("$(manager_image)" "$(storage_image)")
+  else
+    images=("${workload[@]}" "$(storage_image)")
+  fi
+  "$KIND" load docker-image --name "$(cluster_name "$name")" "${images[@]}" >>"$KIND_WORK/load.log" 2>&1 &
   pids+=($!)
 done
 for pid in "${pids[@]}"; do
-  wait "$pid" || die "loading the workload image into a member failed; see $KIND_WORK/load.log"
+  wait "$pid" || die "loading images into a cluster failed; see $KIND_WORK/load.log"
+done
+
+log "== Storage (local-path-provisioner, StorageClass standard)"
+storage=$(sed "s|@IMAGE@|$(storage_image)|g" "$KIND_DIR/storage.yaml")
+for name in $KIND_HOST $KIND_MEMBERS; do
+  kc=$(kind_kubeconfig "$name")
+  # A StorageClass's provisioner cannot change: a "standard" class of
+  # another provisioner (a node image built before fedop installed
+  # local-path-provisioner held the in-tree host-path one) is replaced.
+  provisioner=$("$KUBECTL" --kubeconfig "$kc" get storageclass standard -o jsonpath='{.provisioner}' 2>/dev/null || true)
+  if [[ -n $provisioner && $provisioner != rancher.io/local-path ]]; then
+    "$KUBECTL" --kubeconfig "$kc" delete storageclass standard >/dev/null
+  fi
+  # --force-conflicts: kind's own node images create the same objects with
+  # kubectl create; fedop's image and settings win.
+  "$KUBECTL" --kubeconfig "$kc" apply --server-side --force-conflicts -f - >/dev/null <<<"$storage"
+done
+for name in $KIND_HOST $KIND_MEMBERS; do
+  "$KUBECTL" --kubeconfig "$(kind_kubeconfig "$name")" -n local-path-storage \
+    rollout status deployment/local-path-provisioner --timeout=180s >/dev/null ||
+    die "local-path-provisioner is not ready in $(cluster_name "$name")"
 done
 
 log "== fedop on $(cluster_name "$KIND_HOST")"
