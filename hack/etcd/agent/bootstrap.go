@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"path/filepath"
@@ -10,8 +11,10 @@ import (
 	"time"
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
+	"k8s.io/apimachinery/pkg/util/wait"
 )
 
 // startPlan says how etcd must start: decided from the data dir and, when
@@ -149,7 +152,7 @@ func bootstrap(ctx context.Context, log *slog.Logger, args []string, m member, e
 		log.Info("Removed the member's earlier incarnation", "id", fmt.Sprintf("%x", plan.remove))
 	}
 	if plan.add {
-		resp, err := cli.MemberAdd(ctx, m.peerURLs)
+		resp, err := addMember(ctx, cli, m.peerURLs)
 		if err != nil {
 			return nil, fmt.Errorf("add member %v: %w", m.peerURLs, err)
 		}
@@ -164,4 +167,28 @@ func bootstrap(ctx context.Context, log *slog.Logger, args []string, m member, e
 		args = withEtcdFlag(args, flagInitialCluster, initialCluster(cluster, m))
 	}
 	return args, nil
+}
+
+// addTimeout bounds addMember's retries.
+const addTimeout = 30 * time.Second
+
+// addMember adds a voter with peerURLs. etcd refuses a voter while its
+// members have not all been connected for 5 s (its strict reconfiguration
+// check: a member just removed, or just restarted, still counts), so
+// addMember retries those refusals, every second for at most addTimeout;
+// any other error ends it.
+func addMember(ctx context.Context, cli *clientv3.Client, peerURLs []string) (*clientv3.MemberAddResponse, error) {
+	var resp *clientv3.MemberAddResponse
+	var err error
+	perr := wait.PollUntilContextTimeout(ctx, time.Second, addTimeout, true, func(ctx context.Context) (bool, error) {
+		resp, err = cli.MemberAdd(ctx, peerURLs)
+		if errors.Is(err, rpctypes.ErrUnhealthy) || errors.Is(err, rpctypes.ErrMemberNotEnoughStarted) {
+			return false, nil
+		}
+		return true, err
+	})
+	if err == nil && perr != nil {
+		err = perr
+	}
+	return resp, err
 }
