@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
-	"net/http"
 	"strconv"
 	"strings"
 	"sync"
@@ -61,8 +60,9 @@ type Checker struct {
 	history history
 	// next is the next sequence number; keys [0, next) have been put.
 	next atomic.Int64
-	// start is when the writers started; Op times count from it.
-	start time.Time
+	// start is when the writers started (nil before); Op times count from
+	// it. Atomic: Progress reads it from another goroutine.
+	start atomic.Pointer[time.Time]
 	// acked, failed and unknown count puts by outcome, for Progress.
 	acked, failed, unknown atomic.Int64
 }
@@ -88,8 +88,22 @@ func New(cfg Config) (*Checker, error) {
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)
 	}
+	cli, err := newClient(cfg.Endpoints...)
+	if err != nil {
+		return nil, err
+	}
+	mon, err := newMonitor(cfg.Endpoints)
+	if err != nil {
+		_ = cli.Close()
+		return nil, err
+	}
+	return &Checker{cfg: cfg, cli: cli, mon: mon}, nil
+}
+
+// newClient makes an etcd client of endpoints.
+func newClient(endpoints ...string) (*clientv3.Client, error) {
 	cli, err := clientv3.New(clientv3.Config{
-		Endpoints:   cfg.Endpoints,
+		Endpoints:   endpoints,
 		DialTimeout: 5 * time.Second,
 		// gRPC refuses keepalive pings more often than every 10 s; they
 		// notice a member that stopped answering without closing.
@@ -98,13 +112,16 @@ func New(cfg Config) (*Checker, error) {
 		Logger:               zap.NewNop(),
 	})
 	if err != nil {
-		return nil, fmt.Errorf("etcd client: %w", err)
+		return nil, fmt.Errorf("etcd client of %v: %w", endpoints, err)
 	}
-	return &Checker{cfg: cfg, cli: cli, mon: newMonitor(cli, &http.Client{}, cfg.Endpoints)}, nil
+	return cli, nil
 }
 
-// Close closes the etcd client.
-func (c *Checker) Close() error { return c.cli.Close() }
+// Close closes the etcd clients.
+func (c *Checker) Close() error {
+	c.mon.close()
+	return c.cli.Close()
+}
 
 // Run lists the members, clears the prefix, then writes, reads and samples
 // until ctx is done; then it lists the members again, reads every key back
@@ -129,8 +146,8 @@ func (c *Checker) Run(ctx context.Context) (Report, error) {
 		return fail(fmt.Errorf("clear prefix %q: %w", c.cfg.Prefix, err))
 	}
 
-	c.start = time.Now()
-	r.Start = c.start
+	r.Start = time.Now()
+	c.start.Store(&r.Start)
 	mctx, stopMonitor := context.WithCancel(context.Background())
 	monitorDone := make(chan struct{})
 	go func() {
@@ -192,7 +209,7 @@ func (c *Checker) Progress() Progress {
 		FailedWrites:       c.failed.Load(),
 		UnknownWrites:      c.unknown.Load(),
 	}
-	if !c.start.IsZero() {
+	if c.start.Load() != nil {
 		p.ElapsedSeconds = c.since().Seconds()
 	}
 	p.LeaderChanges, p.MinHealthyMembers, p.HealthSamples = c.mon.facts()
@@ -200,7 +217,7 @@ func (c *Checker) Progress() Progress {
 }
 
 // since is the time since the writers started.
-func (c *Checker) since() time.Duration { return time.Since(c.start) }
+func (c *Checker) since() time.Duration { return time.Since(*c.start.Load()) }
 
 // key is the key of sequence number seq: zero-padded, so that key order is
 // sequence order.

@@ -6,7 +6,9 @@ import (
 	"sync"
 	"time"
 
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"google.golang.org/grpc"
 )
 
 // sampleTimeout bounds one member's status and health in one sample. A
@@ -15,7 +17,9 @@ const sampleTimeout = time.Second
 
 // monitor samples every endpoint's Status (for the leader) and /health.
 type monitor struct {
-	cli       *clientv3.Client
+	// clients holds one client per endpoint, so that Status asks that
+	// endpoint on a connection it keeps.
+	clients   []*clientv3.Client
 	http      *http.Client
 	endpoints []string
 
@@ -29,8 +33,26 @@ type monitor struct {
 	changes      int
 }
 
-func newMonitor(cli *clientv3.Client, hc *http.Client, endpoints []string) *monitor {
-	return &monitor{cli: cli, http: hc, endpoints: endpoints}
+// newMonitor makes a monitor of endpoints, with a client for each. Close
+// it.
+func newMonitor(endpoints []string) (*monitor, error) {
+	m := &monitor{http: &http.Client{}, endpoints: endpoints}
+	for _, ep := range endpoints {
+		cli, err := newClient(ep)
+		if err != nil {
+			m.close()
+			return nil, err
+		}
+		m.clients = append(m.clients, cli)
+	}
+	return m, nil
+}
+
+// close closes the clients.
+func (m *monitor) close() {
+	for _, cli := range m.clients {
+		_ = cli.Close()
+	}
 }
 
 // run samples every interval until ctx is done. A sample that takes longer
@@ -62,7 +84,10 @@ func (m *monitor) sample(ctx context.Context) {
 			ctx, cancel := context.WithTimeout(ctx, sampleTimeout)
 			defer cancel()
 			answers[i].healthy = m.healthy(ctx, ep)
-			if st, err := m.cli.Status(ctx, ep); err == nil {
+			// Not clientv3's Status, which waits for a connection to be
+			// ready: a member that is down would hold up every sample.
+			mc := pb.NewMaintenanceClient(m.clients[i].ActiveConnection())
+			if st, err := mc.Status(ctx, &pb.StatusRequest{}, grpc.WaitForReady(false)); err == nil {
 				answers[i].leader, answers[i].term = st.Leader, st.RaftTerm
 			}
 		})

@@ -63,7 +63,7 @@ func Start(t testing.TB, n int, version string) *Cluster {
 	t.Helper()
 	c := &Cluster{t: t, bins: Build(t)}
 	require.Contains(t, c.bins, version)
-	ports := freePorts(t, 3*n)
+	ports := FreePorts(t, 3*n)
 	dir := t.TempDir()
 	for i := range n {
 		c.Members = append(c.Members, &Member{
@@ -250,9 +250,9 @@ func listening(url string) bool {
 	return true
 }
 
-// freePorts returns n distinct TCP ports on 127.0.0.1 that were free a
+// FreePorts returns n distinct TCP ports on 127.0.0.1 that were free a
 // moment ago.
-func freePorts(t testing.TB, n int) []int {
+func FreePorts(t testing.TB, n int) []int {
 	var ports []int
 	var lns []net.Listener
 	for range n {
