@@ -6,9 +6,12 @@
 #   OUTDIR/<version>/etcd-agent      from ./hack/etcd/agent (fedop's module)
 #   OUTDIR/<version>/Dockerfile      FROM scratch, the three binaries, the
 #                                    agent as the entrypoint
+#   OUTDIR/etcdcheck/etcdcheck       the checker, ./e2e/etcdcheck/cmd/etcdcheck
+#   OUTDIR/etcdcheck/Dockerfile      FROM scratch, the checker as entrypoint
 #
-# so that `docker build -t fedop.local/etcd:<version> OUTDIR/<version>` makes
-# the image. Every binary is static (CGO_ENABLED=0): the image has no libc.
+# so that `docker build -t fedop.local/etcd:<version> OUTDIR/<version>` and
+# `docker build -t fedop.local/etcdcheck:<tag> OUTDIR/etcdcheck` make the
+# images. Every binary is static (CGO_ENABLED=0): the images have no libc.
 # The Go build cache makes a run with nothing changed take seconds.
 set -euo pipefail
 
@@ -37,6 +40,9 @@ for mod in "$here"/v*/go.mod; do
 FROM scratch
 LABEL org.opencontainers.image.title=etcd org.opencontainers.image.version=$version
 COPY etcd etcdctl etcd-agent /usr/local/bin/
+# No USER: etcd writes its data dir, a volume whose owner the pod decides
+# (a hostPath made by DirectoryOrCreate belongs to root); set runAsUser in
+# the pod where the volume allows it.
 # The agent is PID 1: it starts etcd with the arguments after "--",
 # forwards SIGTERM to it and serves the hooks (/drain, /undrain, /healthz)
 # on :8080. Client 2379 and peer 2380 are etcd's own ports.
@@ -44,3 +50,18 @@ EXPOSE 2379 2380 8080
 ENTRYPOINT ["/usr/local/bin/etcd-agent", "--etcd=/usr/local/bin/etcd"]
 DOCKERFILE
 done
+
+echo "Building etcdcheck into $out/etcdcheck" >&2
+mkdir -p "$out/etcdcheck"
+(cd "$root" && static_build -o "$out/etcdcheck/etcdcheck" ./e2e/etcdcheck/cmd/etcdcheck)
+cat >"$out/etcdcheck/Dockerfile" <<'DOCKERFILE'
+# fedop.local/etcdcheck, written by hack/etcd/build.sh: the checker of the
+# etcd workload (e2e/etcdcheck), run as a Job in a member cluster. Its
+# report is the last line of its log.
+FROM scratch
+COPY etcdcheck /etcdcheck
+USER 65532:65532
+# GET /stop and GET /progress.
+EXPOSE 8080
+ENTRYPOINT ["/etcdcheck"]
+DOCKERFILE
