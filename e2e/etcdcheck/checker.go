@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -80,6 +81,7 @@ func New(cfg Config) (*Checker, error) {
 	case cfg.OpTimeout <= 0 || cfg.SampleInterval <= 0 || cfg.ReadBackTimeout <= 0:
 		return nil, errors.New("operation timeout, sample interval and read-back timeout must be positive")
 	}
+	cfg.Endpoints = slices.Clone(cfg.Endpoints)
 	for i, ep := range cfg.Endpoints {
 		if !strings.Contains(ep, "://") {
 			cfg.Endpoints[i] = "http://" + ep

@@ -2,7 +2,9 @@ package etcdcheck
 
 import (
 	"fmt"
+	"maps"
 	"math"
+	"slices"
 	"time"
 
 	"github.com/anishathalye/porcupine"
@@ -95,9 +97,41 @@ func operations(history []Op) []porcupine.Operation {
 	return ops
 }
 
-// checkLinearizable checks history with porcupine for at most timeout
-// (0: no limit) and returns Ok, Illegal or Unknown (timed out), with the
-// details a visualization needs.
+// checkChunk is how many keys one porcupine call checks. porcupine runs a
+// goroutine per partition (key) at once; chunks bound that for a history
+// of hundreds of thousands of keys.
+const checkChunk = 10000
+
+// checkLinearizable checks history with porcupine, checkChunk keys at a
+// time, for at most timeout in all (0: no limit). It returns Ok, Illegal
+// (with the details of the first illegal chunk, for a visualization) or
+// Unknown (timed out).
 func checkLinearizable(history []Op, timeout time.Duration) (porcupine.CheckResult, porcupine.LinearizationInfo) {
-	return porcupine.CheckOperationsVerbose(model, operations(history), timeout)
+	byKey := map[string][]porcupine.Operation{}
+	for _, op := range operations(history) {
+		k := op.Input.(kvInput).key
+		byKey[k] = append(byKey[k], op)
+	}
+	keys := slices.Sorted(maps.Keys(byKey))
+	start := time.Now()
+	result := porcupine.Ok
+	for chunk := range slices.Chunk(keys, checkChunk) {
+		var ops []porcupine.Operation
+		for _, k := range chunk {
+			ops = append(ops, byKey[k]...)
+		}
+		left := time.Duration(0)
+		if timeout > 0 {
+			if left = timeout - time.Since(start); left <= 0 {
+				return porcupine.Unknown, porcupine.LinearizationInfo{}
+			}
+		}
+		switch res, info := porcupine.CheckOperationsVerbose(model, ops, left); res {
+		case porcupine.Illegal:
+			return res, info
+		case porcupine.Unknown:
+			result = res
+		}
+	}
+	return result, porcupine.LinearizationInfo{}
 }

@@ -42,7 +42,8 @@ func leaderIndex(t *testing.T, c *etcdtest.Cluster, cli *clientv3.Client) int {
 }
 
 func TestDrainMovesLeadership(t *testing.T) {
-	c := etcdtest.Start(t, 3, "v3.6.16")
+	_, newest := versions(t)
+	c := etcdtest.Start(t, 3, newest)
 	cli := c.Client()
 	ctx := context.Background()
 	leader := leaderIndex(t, c, cli)
@@ -72,15 +73,10 @@ func TestDrainMovesLeadership(t *testing.T) {
 // a graceful stop and one after SIGKILL, each with the newest etcd (a
 // patch upgrade), and checks that each comes back as the same member.
 func TestRestartKeepsMemberID(t *testing.T) {
-	versions := etcdtest.Versions(etcdtest.Build(t))
-	oldest, newest := versions[0], versions[len(versions)-1]
-	c := etcdtest.Start(t, 3, oldest)
-	cli := c.Client()
+	oldest, newest := versions(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	before := memberIDs(t, ctx, cli)
-	_, err := cli.Put(ctx, "before", "restarts")
-	require.NoError(t, err)
+	c, cli, before := startWithData(t, ctx, oldest)
 
 	// etcd stops gracefully on the SIGTERM the agent forwards, then re-raises
 	// it, so the agent exits with 128+15, as a shell would report it.
@@ -107,17 +103,14 @@ func TestRestartKeepsMemberID(t *testing.T) {
 // the agent removes its earlier incarnation and adds it again, so it
 // comes back under a new ID with the cluster's data.
 func TestEmptyDataDirReplacesMember(t *testing.T) {
-	c := etcdtest.Start(t, 3, "v3.6.16")
-	cli := c.Client()
+	_, newest := versions(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	before := memberIDs(t, ctx, cli)
-	_, err := cli.Put(ctx, "before", "wipe")
-	require.NoError(t, err)
+	c, cli, before := startWithData(t, ctx, newest)
 
 	c.StopMember(2)
 	require.NoError(t, os.RemoveAll(c.Members[2].DataDir))
-	c.StartMember(2, "v3.6.16")
+	c.StartMember(2, newest)
 	c.WaitHealthy(2)
 
 	after := memberIDs(t, ctx, cli)
@@ -132,6 +125,23 @@ func TestEmptyDataDirReplacesMember(t *testing.T) {
 	resp, err := only.Get(ctx, "before", clientv3.WithSerializable())
 	require.NoError(t, err)
 	require.Len(t, resp.Kvs, 1, "the replaced member has the cluster's data")
+}
+
+// versions returns the oldest and the newest pinned etcd versions.
+func versions(t *testing.T) (oldest, newest string) {
+	vs := etcdtest.Versions(etcdtest.Build(t))
+	return vs[0], vs[len(vs)-1]
+}
+
+// startWithData starts three members of etcd version, puts the key
+// "before", and returns the cluster, a client of it and its member IDs by
+// name.
+func startWithData(t *testing.T, ctx context.Context, version string) (*etcdtest.Cluster, *clientv3.Client, map[string]uint64) {
+	c := etcdtest.Start(t, 3, version)
+	cli := c.Client()
+	_, err := cli.Put(ctx, "before", "data")
+	require.NoError(t, err)
+	return c, cli, memberIDs(t, ctx, cli)
 }
 
 // memberIDs returns the cluster's member IDs by name.
