@@ -38,6 +38,10 @@ diagnose() {
     echo "--- last 60 lines of $KIND_WORK/manager.log"
     tail -n 60 "$KIND_WORK/manager.log"
   fi
+  # The running manager's log, which the suite has not saved.
+  echo "--- last 200 lines of the running manager's log"
+  "$KUBECTL" --kubeconfig "$host_kc" --request-timeout=10s -n fedop-system \
+    logs deployment/fedop-manager --tail=200 2>&1 || true
   for name in $KIND_MEMBERS; do
     echo "--- fedop's pods in $name"
     "$KUBECTL" --kubeconfig "$(kind_kubeconfig "$name")" --request-timeout=10s \
