@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -46,6 +47,9 @@ func (r *Reconciler) act(ctx context.Context, fc *v1alpha1.FederationCluster, ob
 	for _, err := range r.syncServices(ctx, fc, obs) {
 		failed(err)
 	}
+	for _, err := range r.syncClaims(ctx, fc, obs, plan) {
+		failed(err)
+	}
 	for _, ref := range plan.Create {
 		err := r.createPod(ctx, fc, obs, ref)
 		var taken *nameTakenError
@@ -69,6 +73,11 @@ func (r *Reconciler) act(ctx context.Context, fc *v1alpha1.FederationCluster, ob
 		}
 		r.expectations.expectDelete(key, ref, obs.now)
 		r.recorder.Eventf(fc, nil, corev1.EventTypeNormal, EventFailedPodReplaced, "Delete", "Pod %s in member %s failed; deleted to come back under its name", ref.Name, ref.Member)
+	}
+	for _, c := range plan.Expand {
+		if err := r.expandClaim(ctx, fc, obs, c); err != nil {
+			failed(err)
+		}
 	}
 	deleted := false
 	if d := plan.Delete; d != nil {
@@ -123,14 +132,23 @@ func (r *Reconciler) createPod(ctx context.Context, fc *v1alpha1.FederationClust
 	c := mv.cluster.GetClient()
 	ctx, cancel := context.WithTimeout(ctx, memberWriteTimeout)
 	defer cancel()
-	err := c.Create(ctx, pod, client.FieldOwner(v1alpha1.FieldManager))
+	create := func(pod *corev1.Pod) error {
+		// Its claims first: the pod mounts them, and a claim that waits for
+		// its first consumer binds when the scheduler places the pod.
+		for i := range cv.spec.VolumeClaimTemplates {
+			if err := ensureClaim(ctx, c, fc, cv.spec, pv, &cv.spec.VolumeClaimTemplates[i], ref.Name); err != nil {
+				return err
+			}
+		}
+		return c.Create(ctx, pod, client.FieldOwner(v1alpha1.FieldManager))
+	}
+	err := create(pod)
 	if apierrors.IsNotFound(err) {
 		// The namespace does not exist in this member yet.
 		if err := ensureNamespace(ctx, c, fc.Namespace); err != nil {
 			return fmt.Errorf("member %s: %w", ref.Member, err)
 		}
-		pod = desiredPod(fc, cv.spec, pv.spec, pv.template, pv.revision, ref.Name)
-		err = c.Create(ctx, pod, client.FieldOwner(v1alpha1.FieldManager))
+		err = create(desiredPod(fc, cv.spec, pv.spec, pv.template, pv.revision, ref.Name))
 	}
 	if apierrors.IsAlreadyExists(err) {
 		return ownsExisting(ctx, mv.cluster.GetAPIReader(), fc, ref)
@@ -223,6 +241,87 @@ func (n *issueStore) get(fc client.ObjectKey) actIssues {
 
 // forget drops fc.
 func (n *issueStore) forget(fc client.ObjectKey) { n.set(fc, actIssues{}) }
+
+// ensureClaim creates the claim of template vct for pod unless it exists:
+// whoever's it is, the pod mounts it (a claim made beforehand, for a
+// volume prepared by hand, is used as a StatefulSet would), but only a
+// claim fedop made is ever changed or deleted.
+func ensureClaim(ctx context.Context, c client.Client, fc *v1alpha1.FederationCluster, comp *v1alpha1.Component, pv *placementView, vct *v1alpha1.VolumeClaimTemplate, pod string) error {
+	name := ClaimName(vct.Metadata.Name, pod)
+	if _, ok := pv.claims[name]; ok {
+		return nil
+	}
+	claim, err := desiredClaim(fc, comp, pv.spec, vct, pod)
+	if err != nil {
+		return err
+	}
+	if err := c.Create(ctx, claim, client.FieldOwner(v1alpha1.FieldManager)); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("creating claim %s in member %s: %w", name, pv.member, err)
+	}
+	return nil
+}
+
+// expandClaim grows claim ref to its template's size: a patch of its
+// storage request, which the member's storage then carries out in place.
+func (r *Reconciler) expandClaim(ctx context.Context, fc *v1alpha1.FederationCluster, obs *observation, ref rollout.ClaimRef) error {
+	mv := obs.members[ref.Pod.Member]
+	pv := obs.placement(ref.Pod.Component, ref.Pod.Member)
+	if mv == nil || mv.cluster == nil || pv == nil || pv.claims[ref.Name] == nil {
+		return fmt.Errorf("expanding claim %s: member %s is not connected", ref.Name, ref.Pod.Member)
+	}
+	claim := pv.claims[ref.Name].DeepCopy()
+	patch := client.MergeFrom(claim.DeepCopy())
+	if claim.Spec.Resources.Requests == nil {
+		claim.Spec.Resources.Requests = corev1.ResourceList{}
+	}
+	claim.Spec.Resources.Requests[corev1.ResourceStorage] = *resource.NewQuantity(ref.Desired, resource.BinarySI)
+	wctx, cancel := context.WithTimeout(ctx, memberWriteTimeout)
+	defer cancel()
+	if err := mv.cluster.GetClient().Patch(wctx, claim, patch, client.FieldOwner(v1alpha1.FieldManager)); err != nil {
+		return fmt.Errorf("expanding claim %s in member %s: %w", ref.Name, ref.Pod.Member, err)
+	}
+	return nil
+}
+
+// syncClaims deletes, for components whose claims go with a scale-in
+// (whenScaled Delete), the claims of fedop's whose ordinal the placement no
+// longer holds after plan and whose pod is gone, in members that answer:
+// never a claim whose pod exists, never one fedop did not create.
+func (r *Reconciler) syncClaims(ctx context.Context, fc *v1alpha1.FederationCluster, obs *observation, plan rollout.Plan) []error {
+	held := map[string][]int{}
+	for _, co := range plan.Ordinals {
+		for m, set := range co.Placements {
+			held[co.Component+"/"+m] = set
+		}
+	}
+	var errs []error
+	for _, cv := range obs.components {
+		if !deletesScaledClaims(cv.spec) {
+			continue
+		}
+		for _, pv := range cv.placements {
+			mv := obs.members[pv.member]
+			if mv == nil || mv.cluster == nil || !mv.state.Fresh {
+				continue
+			}
+			for name, claim := range pv.claims {
+				pod := claim.Labels[v1alpha1.LabelPod]
+				ordinal, ok := rollout.ParseOrdinal(fc.Name, cv.name, pod)
+				if !ok || slices.Contains(held[cv.name+"/"+pv.member], ordinal) || slices.ContainsFunc(pv.pods, func(p *corev1.Pod) bool { return p.Name == pod }) {
+					continue
+				}
+				uid := claim.UID
+				wctx, cancel := context.WithTimeout(ctx, memberWriteTimeout)
+				err := mv.cluster.GetClient().Delete(wctx, claim, client.Preconditions{UID: &uid})
+				cancel()
+				if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+					errs = append(errs, fmt.Errorf("deleting claim %s in member %s: %w", name, pv.member, err))
+				}
+			}
+		}
+	}
+	return errs
+}
 
 func ensureNamespace(ctx context.Context, c client.Client, name string) error {
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}

@@ -10,6 +10,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -25,7 +26,8 @@ import (
 const cleanupRecheck = 5 * time.Second
 
 // cleanup runs while fc is being deleted: it deletes every pod and Service
-// fedop created for fc in every member (selected by fedop's labels, so
+// (and the claims whose policy says whenDeleted Delete) fedop created for
+// fc in every member (selected by fedop's labels, so
 // nothing else is touched) and drops the finalizer once every member is
 // clean. A registered member that cannot be reached keeps the finalizer,
 // with the CleanedUp condition naming it, until it reconnects or fc carries
@@ -112,8 +114,31 @@ func cleanMember(ctx context.Context, c client.Client, fc *v1alpha1.FederationCl
 	if err := c.List(ctx, &svcs, client.InNamespace(fc.Namespace), instanceSelector(fc)); err != nil {
 		return 0, err
 	}
+	// Claims go only where their component's policy says so (whenDeleted
+	// Delete), and only once no pod of fc is left in the member to mount
+	// them.
+	var claims []corev1.PersistentVolumeClaim
+	if len(pods.Items) == 0 {
+		var list corev1.PersistentVolumeClaimList
+		if err := c.List(ctx, &list, client.InNamespace(fc.Namespace), instanceSelector(fc)); err != nil {
+			return 0, err
+		}
+		for _, claim := range list.Items {
+			// A claim being deleted is done with: Kubernetes' protection
+			// of claims in use removes it once no pod mounts it.
+			if claim.DeletionTimestamp == nil && deletesClaimsWithFC(specComponent(fc, claim.Labels[v1alpha1.LabelComponent])) {
+				claims = append(claims, claim)
+			}
+		}
+	}
 	live := slices.ContainsFunc(pods.Items, func(p corev1.Pod) bool { return p.DeletionTimestamp == nil })
 	var errs []error
+	for i := range claims {
+		uid := claims[i].UID
+		if err := c.Delete(ctx, &claims[i], client.Preconditions{UID: &uid}); client.IgnoreNotFound(err) != nil && !apierrors.IsConflict(err) {
+			errs = append(errs, fmt.Errorf("deleting claim %s: %w", claims[i].Name, err))
+		}
+	}
 	if live {
 		if err := c.DeleteAllOf(ctx, &corev1.Pod{}, client.InNamespace(fc.Namespace), instanceSelector(fc)); err != nil {
 			errs = append(errs, fmt.Errorf("deleting pods: %w", err))
@@ -127,5 +152,15 @@ func cleanMember(ctx context.Context, c client.Client, fc *v1alpha1.FederationCl
 			errs = append(errs, fmt.Errorf("deleting service %s: %w", svcs.Items[i].Name, err))
 		}
 	}
-	return len(pods.Items) + len(svcs.Items), errors.Join(errs...)
+	return len(pods.Items) + len(svcs.Items) + len(claims), errors.Join(errs...)
+}
+
+// specComponent returns fc's component name, or nil.
+func specComponent(fc *v1alpha1.FederationCluster, name string) *v1alpha1.Component {
+	for i := range fc.Spec.Components {
+		if fc.Spec.Components[i].Name == name {
+			return &fc.Spec.Components[i]
+		}
+	}
+	return nil
 }

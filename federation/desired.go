@@ -6,8 +6,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"slices"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -124,7 +127,65 @@ func desiredPod(fc *v1alpha1.FederationCluster, c *v1alpha1.Component, p *v1alph
 	}
 	pod.Spec.Hostname = name
 	pod.Spec.Subdomain = ServiceName(fc, c.Name)
+	// Each claim template is a volume of the pod's name, backed by the
+	// pod's own claim, as in a StatefulSet; it replaces a template volume
+	// of that name.
+	for _, vct := range c.VolumeClaimTemplates {
+		v := corev1.Volume{Name: vct.Metadata.Name, VolumeSource: corev1.VolumeSource{
+			PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: ClaimName(vct.Metadata.Name, name)},
+		}}
+		pod.Spec.Volumes = slices.DeleteFunc(pod.Spec.Volumes, func(x corev1.Volume) bool { return x.Name == v.Name })
+		pod.Spec.Volumes = append(pod.Spec.Volumes, v)
+	}
 	return pod
+}
+
+// ClaimName is the name of the claim of template for pod:
+// <template>-<pod>, as a StatefulSet names its claims.
+func ClaimName(template, pod string) string {
+	return template + "-" + pod
+}
+
+// claimStorageClass is the StorageClass of template's claims in placement
+// p: the placement's, else the template's; nil for the member's default.
+func claimStorageClass(vct *v1alpha1.VolumeClaimTemplate, p *v1alpha1.Placement) *string {
+	if p != nil && p.StorageClassName != nil {
+		return p.StorageClassName
+	}
+	return vct.Spec.StorageClassName
+}
+
+// desiredClaim returns the claim of template vct for pod (component c of
+// fc, placement p), labelled like fedop's pods and with fedop.io/pod
+// naming its pod.
+func desiredClaim(fc *v1alpha1.FederationCluster, c *v1alpha1.Component, p *v1alpha1.Placement, vct *v1alpha1.VolumeClaimTemplate, pod string) (*corev1.PersistentVolumeClaim, error) {
+	size, err := resource.ParseQuantity(vct.Spec.Resources.Requests.Storage)
+	if err != nil {
+		return nil, fmt.Errorf("volumeClaimTemplate %s: storage: %w", vct.Metadata.Name, err)
+	}
+	labels := merge(vct.Metadata.Labels, ownedLabels(fc, c.Name, p.Member))
+	labels[v1alpha1.LabelPod] = pod
+	claim := &corev1.PersistentVolumeClaim{
+		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "PersistentVolumeClaim"},
+		ObjectMeta: metav1.ObjectMeta{
+			Name:        ClaimName(vct.Metadata.Name, pod),
+			Namespace:   fc.Namespace,
+			Labels:      labels,
+			Annotations: maps.Clone(vct.Metadata.Annotations),
+		},
+		Spec: corev1.PersistentVolumeClaimSpec{
+			StorageClassName: claimStorageClass(vct, p),
+			Resources:        corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: size}},
+		},
+	}
+	for _, m := range vct.Spec.AccessModes {
+		claim.Spec.AccessModes = append(claim.Spec.AccessModes, corev1.PersistentVolumeAccessMode(m))
+	}
+	if vct.Spec.VolumeMode != nil {
+		mode := corev1.PersistentVolumeMode(*vct.Spec.VolumeMode)
+		claim.Spec.VolumeMode = &mode
+	}
+	return claim, nil
 }
 
 // desiredService returns component c's headless Service for member. It
@@ -175,4 +236,19 @@ func applyConfiguration(obj runtime.Object, gvk schema.GroupVersionKind) (runtim
 	unstructured.RemoveNestedField(u.Object, "status")
 	u.SetGroupVersionKind(gvk)
 	return client.ApplyConfigurationFromUnstructured(u), nil
+}
+
+// deletesScaledClaims reports whether c's claims go with their pods when a
+// scale-in removes them (persistentVolumeClaimRetentionPolicy.whenScaled
+// Delete). Without a spec (a component dropped from it) they are kept.
+func deletesScaledClaims(c *v1alpha1.Component) bool {
+	return c != nil && c.PersistentVolumeClaimRetentionPolicy != nil &&
+		c.PersistentVolumeClaimRetentionPolicy.WhenScaled == appsv1.DeletePersistentVolumeClaimRetentionPolicyType
+}
+
+// deletesClaimsWithFC reports whether c's claims go when the
+// FederationCluster is deleted (whenDeleted Delete).
+func deletesClaimsWithFC(c *v1alpha1.Component) bool {
+	return c != nil && c.PersistentVolumeClaimRetentionPolicy != nil &&
+		c.PersistentVolumeClaimRetentionPolicy.WhenDeleted == appsv1.DeletePersistentVolumeClaimRetentionPolicyType
 }

@@ -6,7 +6,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	"github.com/fedop-io/fedop/api/v1alpha1"
 )
@@ -118,4 +120,40 @@ func TestDesiredPodAndService(t *testing.T) {
 	ac, err := applyConfiguration(svc, corev1.SchemeGroupVersion.WithKind("Service"))
 	require.NoError(t, err)
 	assert.NotNil(t, ac)
+}
+
+func TestClaimsOfAPod(t *testing.T) {
+	fc := &v1alpha1.FederationCluster{ObjectMeta: metav1.ObjectMeta{Name: "demo", Namespace: "db"}}
+	c := testComponent()
+	c.Template.Spec.Volumes = []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}, {Name: "conf"}}
+	c.VolumeClaimTemplates = []v1alpha1.VolumeClaimTemplate{{
+		Metadata: v1alpha1.ClaimMetadata{Name: "data", Labels: map[string]string{v1alpha1.LabelInstance: "not-demo", "tier": "data"}, Annotations: map[string]string{"a": "1"}},
+		Spec: v1alpha1.ClaimSpec{AccessModes: []string{"ReadWriteOnce"}, StorageClassName: ptr.To("standard"), VolumeMode: ptr.To("Filesystem"),
+			Resources: v1alpha1.ClaimResources{Requests: v1alpha1.ClaimRequests{Storage: "10Gi"}}},
+	}}
+	p := &v1alpha1.Placement{Member: "k8s-a", Replicas: 1}
+
+	pod := desiredPod(fc, c, p, EffectiveTemplate(c, p), "r1", "demo-pd-3")
+	assert.Equal(t, []corev1.Volume{{Name: "conf"}, {Name: "data", VolumeSource: corev1.VolumeSource{
+		PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "data-demo-pd-3"},
+	}}}, pod.Spec.Volumes, "the claim replaces the template's volume of its name")
+
+	claim, err := desiredClaim(fc, c, p, &c.VolumeClaimTemplates[0], "demo-pd-3")
+	require.NoError(t, err)
+	assert.Equal(t, "data-demo-pd-3", claim.Name)
+	assert.Equal(t, "db", claim.Namespace)
+	assert.Equal(t, map[string]string{
+		v1alpha1.LabelManagedBy: v1alpha1.ManagedBy, v1alpha1.LabelInstance: "demo", v1alpha1.LabelComponent: "pd",
+		v1alpha1.LabelMember: "k8s-a", v1alpha1.LabelPod: "demo-pd-3", "tier": "data",
+	}, claim.Labels, "fedop's labels win")
+	assert.Equal(t, map[string]string{"a": "1"}, claim.Annotations)
+	assert.Equal(t, []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce}, claim.Spec.AccessModes)
+	assert.Equal(t, "standard", *claim.Spec.StorageClassName)
+	assert.Equal(t, corev1.PersistentVolumeFilesystem, *claim.Spec.VolumeMode)
+	assert.Equal(t, resource.MustParse("10Gi"), claim.Spec.Resources.Requests[corev1.ResourceStorage])
+
+	p.StorageClassName = ptr.To("fast-ssd")
+	claim, err = desiredClaim(fc, c, p, &c.VolumeClaimTemplates[0], "demo-pd-3")
+	require.NoError(t, err)
+	assert.Equal(t, "fast-ssd", *claim.Spec.StorageClassName, "the placement's class wins")
 }

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -52,6 +54,8 @@ type placementView struct {
 	template *corev1.PodTemplateSpec
 	revision string
 	pods     []*corev1.Pod
+	// claims are fedop's claims of the component in this member, by name.
+	claims map[string]*corev1.PersistentVolumeClaim
 	// service is the component's headless Service in this member, if cached.
 	service *corev1.Service
 	// ordinals are what status records the placement to hold.
@@ -89,6 +93,9 @@ type observation struct {
 	ordinalsRecorded bool
 	// forgotten are the members leaving status.
 	forgotten []forgotten
+	// expandable says whether a claim in a member may grow: its
+	// StorageClass allows expansion.
+	expandable func(member string, claim *corev1.PersistentVolumeClaim) bool
 }
 
 // memberNames returns every member the spec names or status remembers,
@@ -130,6 +137,7 @@ func specMembers(fc *v1alpha1.FederationCluster) map[string]bool {
 // as such, with no pods: its pods are unknown.
 func (r *Reconciler) observe(ctx context.Context, fc *v1alpha1.FederationCluster) (*observation, error) {
 	obs := &observation{now: r.clock.Now(), members: map[string]*memberView{}}
+	obs.expandable = r.expansionChecker(ctx, obs)
 	objs, err := r.readMembers(ctx, fc, obs)
 	if err != nil {
 		return nil, err
@@ -172,9 +180,10 @@ func (r *Reconciler) observe(ctx context.Context, fc *v1alpha1.FederationCluster
 
 // memberObjects is what readMembers found of fc in the member caches.
 type memberObjects struct {
-	pods     map[string][]*corev1.Pod   // member/component -> pods
-	services map[string]*corev1.Service // member/component -> Service
-	present  map[string]map[string]bool // member -> components with objects there
+	pods     map[string][]*corev1.Pod                            // member/component -> pods
+	claims   map[string]map[string]*corev1.PersistentVolumeClaim // member/component -> claims by name
+	services map[string]*corev1.Service                          // member/component -> Service
+	present  map[string]map[string]bool                          // member -> components with objects there
 }
 
 // readMembers fills obs.members with the members to consider (those fc's
@@ -182,7 +191,10 @@ type memberObjects struct {
 // returns fc's objects in their caches, starting the controller's watches
 // on every member it reads.
 func (r *Reconciler) readMembers(ctx context.Context, fc *v1alpha1.FederationCluster, obs *observation) (*memberObjects, error) {
-	objs := &memberObjects{pods: map[string][]*corev1.Pod{}, services: map[string]*corev1.Service{}, present: map[string]map[string]bool{}}
+	objs := &memberObjects{
+		pods: map[string][]*corev1.Pod{}, claims: map[string]map[string]*corev1.PersistentVolumeClaim{},
+		services: map[string]*corev1.Service{}, present: map[string]map[string]bool{},
+	}
 	named := memberNames(fc)
 	candidates := slices.Clone(named)
 	for _, name := range r.members.Names() {
@@ -225,7 +237,22 @@ func (o *memberObjects) read(ctx context.Context, c client.Reader, fc *v1alpha1.
 	if err := c.List(ctx, &svcList, client.InNamespace(fc.Namespace), instanceSelector(fc)); err != nil {
 		return fmt.Errorf("listing services of member %s from its cache: %w", name, err)
 	}
+	var claimList corev1.PersistentVolumeClaimList
+	if err := c.List(ctx, &claimList, client.InNamespace(fc.Namespace), instanceSelector(fc)); err != nil {
+		return fmt.Errorf("listing claims of member %s from its cache: %w", name, err)
+	}
 	o.present[name] = map[string]bool{}
+	for i := range claimList.Items {
+		claim := &claimList.Items[i]
+		if claim.Labels[v1alpha1.LabelMember] != name {
+			continue
+		}
+		key := name + "/" + claim.Labels[v1alpha1.LabelComponent]
+		if o.claims[key] == nil {
+			o.claims[key] = map[string]*corev1.PersistentVolumeClaim{}
+		}
+		o.claims[key][claim.Name] = claim
+	}
 	for i := range podList.Items {
 		pod := &podList.Items[i]
 		if pod.Labels[v1alpha1.LabelMember] != name {
@@ -311,7 +338,7 @@ func (a *assembly) add(cv *componentView, memberName string, spec *v1alpha1.Plac
 		return nil
 	}
 	key := memberName + "/" + cv.name
-	pv := &placementView{member: memberName, spec: spec, pods: a.objs.pods[key], service: a.objs.services[key], ordinals: ords}
+	pv := &placementView{member: memberName, spec: spec, pods: a.objs.pods[key], claims: a.objs.claims[key], service: a.objs.services[key], ordinals: ords}
 	if spec != nil {
 		pv.template = EffectiveTemplate(cv.spec, spec)
 		rev, err := Revision(pv.template)
@@ -319,8 +346,8 @@ func (a *assembly) add(cv *componentView, memberName string, spec *v1alpha1.Plac
 			return err
 		}
 		pv.revision = rev
-	} else if len(pv.pods) == 0 && pv.service == nil && len(ords) == 0 {
-		return nil // drained
+	} else if len(pv.pods) == 0 && pv.service == nil && len(ords) == 0 && (len(pv.claims) == 0 || !deletesScaledClaims(cv.spec)) {
+		return nil // drained (claims kept by policy stay, unwatched)
 	}
 	cv.placements = append(cv.placements, pv)
 	return nil
@@ -480,9 +507,11 @@ func (r *Reconciler) rolloutState(fc *v1alpha1.FederationCluster, obs *observati
 					Terminating: pod.DeletionTimestamp != nil,
 					Failed:      pod.Status.Phase == corev1.PodFailed || pod.Status.Phase == corev1.PodSucceeded,
 					Created:     pod.CreationTimestamp.Time,
+					Claims:      obs.podClaims(cv, pv, pod.Name),
 				})
 			}
 			rp.Pods = r.expectations.apply(key, pv.member, cv.name, rp.Pods, obs.now)
+			rp.Retained = retainedOrdinals(fc, cv, pv, rp.Pods)
 			rc.Placements = append(rc.Placements, rp)
 		}
 		s.Components = append(s.Components, rc)
@@ -498,4 +527,87 @@ func podReady(pod *corev1.Pod) (bool, time.Time) {
 		}
 	}
 	return false, time.Time{}
+}
+
+// podClaims returns what the planner needs of the claims of pod, one per
+// volumeClaimTemplate of cv that has a claim of fedop's in pv's member.
+// The desired size is the template's; whether the claim may grow is
+// obs.expandable's answer, asked only of claims smaller than that.
+func (o *observation) podClaims(cv *componentView, pv *placementView, pod string) []rollout.Claim {
+	if cv.spec == nil {
+		return nil
+	}
+	var out []rollout.Claim
+	for i := range cv.spec.VolumeClaimTemplates {
+		vct := &cv.spec.VolumeClaimTemplates[i]
+		claim := pv.claims[ClaimName(vct.Metadata.Name, pod)]
+		if claim == nil {
+			continue
+		}
+		desired, err := resource.ParseQuantity(vct.Spec.Resources.Requests.Storage)
+		if err != nil {
+			continue // admission checks it; nothing to grow to
+		}
+		requested := claim.Spec.Resources.Requests[corev1.ResourceStorage]
+		capacity := claim.Status.Capacity[corev1.ResourceStorage]
+		c := rollout.Claim{
+			Name:      claim.Name,
+			Requested: requested.Value(),
+			Capacity:  capacity.Value(),
+			Desired:   desired.Value(),
+			Pending:   claim.Status.Phase != corev1.ClaimBound,
+		}
+		if c.Desired > c.Requested {
+			c.Expandable = o.expandable(pv.member, claim)
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+// retainedOrdinals returns the ordinals whose claims (fedop's, not being
+// deleted) pv's member keeps for cv but for which it holds neither an
+// ordinal nor a pod: left by a scale-in with whenScaled Retain, for a
+// scale-out to take back.
+func retainedOrdinals(fc *v1alpha1.FederationCluster, cv *componentView, pv *placementView, pods []rollout.Pod) []int {
+	var out []int
+	for _, claim := range pv.claims {
+		ordinal, ok := rollout.ParseOrdinal(fc.Name, cv.name, claim.Labels[v1alpha1.LabelPod])
+		if !ok || claim.DeletionTimestamp != nil || slices.Contains(pv.ordinals, ordinal) || slices.ContainsFunc(pods, func(p rollout.Pod) bool { return p.Ordinal == ordinal }) {
+			continue
+		}
+		out = append(out, ordinal)
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// expansionChecker returns obs.expandable: whether a claim's StorageClass
+// (as the claim names it; the member's default was filled in at creation)
+// allows volume expansion, read from the member's API server (classes are
+// cluster-scoped and not labelled fedop's, so no member cache holds them)
+// once per class and reconcile. A class that cannot be read counts as not
+// allowing it: nothing grows that might not.
+func (r *Reconciler) expansionChecker(ctx context.Context, obs *observation) func(string, *corev1.PersistentVolumeClaim) bool {
+	answers := map[string]bool{}
+	return func(memberName string, claim *corev1.PersistentVolumeClaim) bool {
+		class := ""
+		if claim.Spec.StorageClassName != nil {
+			class = *claim.Spec.StorageClassName
+		}
+		key := memberName + "/" + class
+		if v, ok := answers[key]; ok {
+			return v
+		}
+		allowed := false
+		if mv := obs.members[memberName]; mv != nil && mv.cluster != nil && class != "" {
+			var sc storagev1.StorageClass
+			rctx, cancel := context.WithTimeout(ctx, memberWriteTimeout)
+			err := mv.cluster.GetAPIReader().Get(rctx, client.ObjectKey{Name: class}, &sc)
+			cancel()
+			allowed = err == nil && sc.AllowVolumeExpansion != nil && *sc.AllowVolumeExpansion
+		}
+		answers[key] = allowed
+		return allowed
+	}
 }

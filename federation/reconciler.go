@@ -69,8 +69,8 @@ type Reconciler struct {
 	status *statusWriter
 	steps  *stepClock
 	// watchers are started on every member cache this controller reads
-	// (Members.Watch, in observe): pods and Services wake the reconciler,
-	// and pods feed the step clock.
+	// (Members.Watch, in observe): pods, Services and claims wake the
+	// reconciler, and pods feed the step clock.
 	watchers []member.Watcher
 }
 
@@ -124,6 +124,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr manager.Manager) 
 	r.watchers = []member.Watcher{
 		member.KindWatcher(ControllerName+"/pods", c, &corev1.Pod{}, toFC),
 		member.KindWatcher(ControllerName+"/services", c, &corev1.Service{}, toFC),
+		member.KindWatcher(ControllerName+"/claims", c, &corev1.PersistentVolumeClaim{}, toFC),
 		member.KindWatcher(ControllerName+"/step-clock", c, &corev1.Pod{}, r.steps.handler()),
 	}
 	return nil

@@ -102,8 +102,78 @@ func computeStatus(fc *v1alpha1.FederationCluster, members map[string]member.Sta
 
 	setCondition(&st, fc.Generation, membersConnected(missing, disconnected))
 	setCondition(&st, fc.Generation, ready(st, missing, disconnected, plan))
-	setCondition(&st, fc.Generation, progressing(fc.Spec.Paused, st, plan, unknown, silent))
+	setCondition(&st, fc.Generation, progressing(fc.Spec.Paused, st, plan, unknown, silent, pendingClaims(state, plan.Stuck)))
+	if hasClaimTemplates(fc) {
+		setCondition(&st, fc.Generation, storageExpanded(state, plan))
+	} else {
+		meta.RemoveStatusCondition(&st.Conditions, v1alpha1.ConditionStorageExpanded)
+	}
 	return st
+}
+
+func hasClaimTemplates(fc *v1alpha1.FederationCluster) bool {
+	for _, c := range fc.Spec.Components {
+		if len(c.VolumeClaimTemplates) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// pendingClaims returns the claims of the stuck pod (if any) that are not
+// Bound.
+func pendingClaims(state rollout.State, stuck *rollout.PodRef) []string {
+	if stuck == nil {
+		return nil
+	}
+	var out []string
+	for _, rc := range state.Components {
+		for _, rp := range rc.Placements {
+			if rc.Name != stuck.Component || rp.Member != stuck.Member {
+				continue
+			}
+			for _, pod := range rp.Pods {
+				if pod.Name != stuck.Name {
+					continue
+				}
+				for _, c := range pod.Claims {
+					if c.Pending {
+						out = append(out, c.Name)
+					}
+				}
+			}
+		}
+	}
+	return out
+}
+
+// storageExpanded derives StorageExpanded: False while claims grow or
+// when some cannot, True otherwise.
+func storageExpanded(state rollout.State, plan rollout.Plan) metav1.Condition {
+	c := metav1.Condition{Type: v1alpha1.ConditionStorageExpanded, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonExpanded,
+		Message: "every claim has its template's size"}
+	growing := plan.Operation != nil && plan.Operation.Type == v1alpha1.OperationExpand
+	for _, rc := range state.Components {
+		for _, rp := range rc.Placements {
+			for _, pod := range rp.Pods {
+				for _, cl := range pod.Claims {
+					growing = growing || cl.Requested > cl.Capacity || (cl.Desired > cl.Requested && cl.Expandable)
+				}
+			}
+		}
+	}
+	switch {
+	case len(plan.Unexpandable) > 0:
+		c.Status, c.Reason = metav1.ConditionFalse, v1alpha1.ReasonExpansionUnsupported
+		c.Message = fmt.Sprintf("the StorageClass of claim %s does not allow volume expansion: they keep their size, and fedop deletes no claim to resize it",
+			strings.Join(plan.Unexpandable, ", "))
+	case growing:
+		c.Status, c.Reason, c.Message = metav1.ConditionFalse, v1alpha1.ReasonExpanding, "claims are growing to their template's size, one pod at a time"
+	}
+	if len(c.Message) > 32768 {
+		c.Message = c.Message[:32765] + "..."
+	}
+	return c
 }
 
 // maxStatusMembers is status.members' bound (its MaxItems).
@@ -148,6 +218,11 @@ func placementStatus(rp rollout.Placement) v1alpha1.PlacementStatus {
 		}
 		if p.Ready {
 			ps.ReadyReplicas++
+		}
+		for _, c := range p.Claims {
+			if !c.Pending {
+				ps.BoundClaims++
+			}
 		}
 		if rp.Revision != "" && p.Revision == rp.Revision {
 			ps.UpdatedReplicas++
@@ -234,10 +309,14 @@ func ready(st v1alpha1.FederationClusterStatus, missing, disconnected []string, 
 // reason is a member fedop cannot see (Unknown: whether the rollout is done
 // cannot be told) or, were the planner ever to stop short, Waiting, never
 // Complete.
-func progressing(paused bool, st v1alpha1.FederationClusterStatus, plan rollout.Plan, unknown bool, silent []string) metav1.Condition {
+func progressing(paused bool, st v1alpha1.FederationClusterStatus, plan rollout.Plan, unknown bool, silent, pendingClaims []string) metav1.Condition {
 	c := metav1.Condition{Type: v1alpha1.ConditionProgressing, Status: metav1.ConditionTrue, Message: plan.Message}
 	waiting := plan.Delete == nil && len(plan.Create) == 0
 	switch {
+	case plan.Stuck != nil && len(pendingClaims) > 0:
+		c.Status, c.Reason = metav1.ConditionFalse, v1alpha1.ReasonClaimPending
+		c.Message = fmt.Sprintf("pod %s in member %s has not been available for %s, longer than spec.progressDeadlineSeconds: its claim %s in member %s is not Bound; %s",
+			plan.Stuck.Name, plan.Stuck.Member, plan.StuckFor.Round(time.Second), strings.Join(pendingClaims, ", "), plan.Stuck.Member, plan.Message)
 	case plan.Stuck != nil:
 		c.Status, c.Reason = metav1.ConditionFalse, v1alpha1.ReasonProgressDeadlineExceeded
 		c.Message = fmt.Sprintf("pod %s in member %s has not been available for %s, longer than spec.progressDeadlineSeconds: no pod is deleted while it is down; fix what keeps it down, or change the spec (a new revision replaces it at once); %s",
@@ -261,6 +340,7 @@ func progressing(paused bool, st v1alpha1.FederationClusterStatus, plan rollout.
 			v1alpha1.OperationInitialize: v1alpha1.ReasonInitializing,
 			v1alpha1.OperationScale:      v1alpha1.ReasonScaling,
 			v1alpha1.OperationUpgrade:    v1alpha1.ReasonUpgrading,
+			v1alpha1.OperationExpand:     v1alpha1.ReasonExpanding,
 		}[plan.Operation.Type]
 	}
 	if len(c.Message) > 32768 {

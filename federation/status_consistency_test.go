@@ -89,7 +89,7 @@ func TestProgressing(t *testing.T) {
 		{"paused with nothing to do", true, inProgress, rollout.Plan{Operation: upgrade.Operation}, false, metav1.ConditionFalse, v1alpha1.ReasonPaused},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c := progressing(tc.paused, tc.st, tc.plan, tc.unknown, nil)
+			c := progressing(tc.paused, tc.st, tc.plan, tc.unknown, nil, nil)
 			assert.Equal(t, tc.want, c.Status)
 			assert.Equal(t, tc.reason, c.Reason)
 		})

@@ -127,8 +127,8 @@ type Options struct {
 	// mark its objects (fedop: app.kubernetes.io/managed-by=fedop).
 	CacheSelector labels.Selector
 	// Objects are the kinds whose informers every member cache creates and
-	// syncs before the member counts as connected. Default Pod and
-	// Service. Other kinds can still be read through the member's client
+	// syncs before the member counts as connected. Default Pod, Service
+	// and PersistentVolumeClaim. Other kinds can still be read through the member's client
 	// or watched (Watch); their informers start on first use.
 	Objects []client.Object
 	// Transform, if set, is applied to every object before a member cache
@@ -158,7 +158,7 @@ func (o Options) withDefaults() Options {
 		o.Scheme = clientgoscheme.Scheme
 	}
 	if len(o.Objects) == 0 {
-		o.Objects = []client.Object{&corev1.Pod{}, &corev1.Service{}}
+		o.Objects = []client.Object{&corev1.Pod{}, &corev1.Service{}, &corev1.PersistentVolumeClaim{}}
 	}
 	if o.Clock == nil {
 		o.Clock = clock.RealClock{}

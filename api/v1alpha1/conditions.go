@@ -17,6 +17,12 @@ const (
 	// be reached (its message names them). It is never True: once every
 	// member is clean, fedop drops its finalizer and the object is gone.
 	ConditionCleanedUp = "CleanedUp"
+	// ConditionStorageExpanded is set when a component has
+	// volumeClaimTemplates: True when every claim has its template's size,
+	// False while claims grow (Expanding) or when a claim's StorageClass
+	// does not allow expansion (ExpansionUnsupported; its message names the
+	// claims). fedop never deletes a claim to resize it.
+	ConditionStorageExpanded = "StorageExpanded"
 )
 
 // Condition reasons: one CamelCase word each.
@@ -47,4 +53,12 @@ const (
 	// ReasonMemberSilent: a member in use has not answered within the
 	// freshness bound, so no pod is deleted anywhere until it does.
 	ReasonMemberSilent = "MemberSilent"
+	// ReasonClaimPending: the pod past the progress deadline waits for a
+	// claim that is not Bound (Progressing=False); the message names it.
+	ReasonClaimPending = "ClaimPending"
+	// ReasonExpanded, ReasonExpanding, ReasonExpansionUnsupported: the
+	// reasons of StorageExpanded.
+	ReasonExpanded             = "Expanded"
+	ReasonExpanding            = "Expanding"
+	ReasonExpansionUnsupported = "ExpansionUnsupported"
 )

@@ -1,6 +1,7 @@
 package v1alpha1
 
 import (
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -84,6 +85,8 @@ type FederationClusterSpec struct {
 
 // Component is one part of the system (for TiDB: pd, tikv or tidb): a base
 // pod template and its heterogeneous topology over member clusters.
+//
+// +kubebuilder:validation:XValidation:rule=`(has(self.volumeClaimTemplates) ? size(self.volumeClaimTemplates) : 0) == (has(oldSelf.volumeClaimTemplates) ? size(oldSelf.volumeClaimTemplates) : 0) && (!has(self.volumeClaimTemplates) || self.volumeClaimTemplates.all(t, oldSelf.volumeClaimTemplates.exists(o, o.metadata.name == t.metadata.name && o.spec.accessModes == t.spec.accessModes && (has(o.spec.storageClassName) ? o.spec.storageClassName : "") == (has(t.spec.storageClassName) ? t.spec.storageClassName : "") && (has(o.spec.volumeMode) ? o.spec.volumeMode : "") == (has(t.spec.volumeMode) ? t.spec.volumeMode : "") && quantity(t.spec.resources.requests.storage).compareTo(quantity(o.spec.resources.requests.storage)) >= 0)))`,message="volumeClaimTemplates are immutable, except that resources.requests.storage may grow"
 type Component struct {
 	// name identifies the component: a DNS-1035 label of at most 20
 	// characters. It appears in pod names (<fc>-<name>-<ordinal>), Service
@@ -109,6 +112,112 @@ type Component struct {
 	// +kubebuilder:validation:MinItems=1
 	// +kubebuilder:validation:MaxItems=32
 	Topology []Placement `json:"topology"`
+
+	// volumeClaimTemplates are the component's per-pod volumes, as a
+	// StatefulSet's: for template data and pod demo-tikv-3, fedop creates
+	// PersistentVolumeClaim data-demo-tikv-3 in the pod's member and
+	// namespace before the pod, and the pod mounts it as volume data
+	// (containers refer to it in volumeMounts by that name). A replaced pod
+	// mounts the same claim, so its data survives upgrades, failures and
+	// deletions. 0 to 8, names unique. Immutable once set, except that
+	// resources.requests.storage may grow: fedop then expands each claim in
+	// place, one pod at a time, where the member's StorageClass allows it.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=8
+	// +kubebuilder:validation:XValidation:rule="self.all(a, self.exists_one(b, b.metadata.name == a.metadata.name))",message="volumeClaimTemplates names must be unique"
+	VolumeClaimTemplates []VolumeClaimTemplate `json:"volumeClaimTemplates,omitempty"`
+
+	// persistentVolumeClaimRetentionPolicy says what becomes of the claims
+	// of volumeClaimTemplates when their pod is removed by a scale-in
+	// (whenScaled) or the FederationCluster is deleted (whenDeleted): Retain
+	// (the default for both) or Delete, as for StatefulSets (KEP-1847). A
+	// claim fedop did not create is never deleted.
+	// +optional
+	PersistentVolumeClaimRetentionPolicy *appsv1.StatefulSetPersistentVolumeClaimRetentionPolicy `json:"persistentVolumeClaimRetentionPolicy,omitempty"`
+}
+
+// VolumeClaimTemplate is one per-pod volume of a component.
+type VolumeClaimTemplate struct {
+	// metadata names the template (and the pod volume): a DNS-1123 label,
+	// the prefix of its claims' names. Labels and annotations are copied to
+	// the claims.
+	// +required
+	Metadata ClaimMetadata `json:"metadata"`
+
+	// spec is the claims' spec. A placement's storageClassName, when set,
+	// replaces spec.storageClassName in that member.
+	// +required
+	Spec ClaimSpec `json:"spec"`
+}
+
+// ClaimSpec is the part of a PersistentVolumeClaim's spec a template sets:
+// the fields a database's volumes need, each bounded so that the
+// immutability rule above stays cheap to evaluate.
+type ClaimSpec struct {
+	// accessModes are the claim's access modes (ReadWriteOnce, say), 1 to
+	// 4.
+	// +required
+	// +listType=atomic
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=4
+	// +kubebuilder:validation:items:Enum=ReadWriteOnce;ReadOnlyMany;ReadWriteMany;ReadWriteOncePod
+	// +kubebuilder:validation:items:MaxLength=16
+	AccessModes []string `json:"accessModes"`
+
+	// storageClassName is the claims' StorageClass; empty: the member's
+	// default. At most 253 characters.
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	StorageClassName *string `json:"storageClassName,omitempty"`
+
+	// volumeMode is Filesystem (the default) or Block.
+	// +optional
+	// +kubebuilder:validation:Enum=Filesystem;Block
+	// +kubebuilder:validation:MaxLength=16
+	VolumeMode *string `json:"volumeMode,omitempty"`
+
+	// resources.requests.storage is the size of each claim. It may grow
+	// after creation (expanded in place where the StorageClass allows it),
+	// never shrink.
+	// +required
+	Resources ClaimResources `json:"resources"`
+}
+
+// ClaimResources holds a claim's requested size.
+type ClaimResources struct {
+	// requests.storage is the size of each claim, a quantity (10Gi).
+	// +required
+	Requests ClaimRequests `json:"requests"`
+}
+
+// ClaimRequests holds the storage request.
+type ClaimRequests struct {
+	// storage is the requested size, a quantity written as a string
+	// ("10Gi"). At most 64 characters.
+	// +required
+	// +kubebuilder:validation:MaxLength=64
+	// +kubebuilder:validation:XValidation:rule="isQuantity(self) && quantity(self).isGreaterThan(quantity('0'))",message="storage must be a positive quantity, such as 10Gi"
+	Storage string `json:"storage"`
+}
+
+// ClaimMetadata is the part of a claim's metadata a template sets.
+type ClaimMetadata struct {
+	// name is the template's name: a DNS-1123 label of at most 63
+	// characters.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	Name string `json:"name"`
+	// labels are set on every claim; fedop's own labels win. At most 32.
+	// +optional
+	// +kubebuilder:validation:MaxProperties=32
+	Labels map[string]string `json:"labels,omitempty"`
+	// annotations are set on every claim. At most 32.
+	// +optional
+	// +kubebuilder:validation:MaxProperties=32
+	Annotations map[string]string `json:"annotations,omitempty"`
 }
 
 // Placement is the part of a component that runs in one member cluster,
@@ -160,10 +269,17 @@ type Placement struct {
 	// +optional
 	// +kubebuilder:validation:MaxLength=512
 	Image string `json:"image,omitempty"`
+
+	// storageClassName, when set, is the StorageClass of this placement's
+	// claims (every volumeClaimTemplate's): clusters name their storage
+	// differently. At most 253 characters.
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	StorageClassName *string `json:"storageClassName,omitempty"`
 }
 
 // OperationType names one of the mutually exclusive operations.
-// +kubebuilder:validation:Enum=Initialize;Scale;Upgrade
+// +kubebuilder:validation:Enum=Initialize;Scale;Upgrade;Expand
 type OperationType string
 
 const (
@@ -175,6 +291,9 @@ const (
 	OperationScale OperationType = "Scale"
 	// OperationUpgrade replaces outdated pods, one pod at a time.
 	OperationUpgrade OperationType = "Upgrade"
+	// OperationExpand grows the claims of a volumeClaimTemplate whose
+	// storage request grew, one pod's claims at a time, in place.
+	OperationExpand OperationType = "Expand"
 )
 
 // Operation is the status-flag mutex: the operation in progress. It is
@@ -183,7 +302,7 @@ const (
 // action (acknowledge, then act), and cleared when the goal is observed.
 // Because it lives in status, an operation survives operator restarts.
 type Operation struct {
-	// type is the operation: Initialize, Scale or Upgrade.
+	// type is the operation: Initialize, Scale, Upgrade or Expand.
 	// +required
 	Type OperationType `json:"type"`
 
@@ -276,6 +395,10 @@ type PlacementStatus struct {
 	// +kubebuilder:validation:MaxLength=1024
 	// +kubebuilder:validation:Pattern=`^([0-9]+(-[0-9]+)?(,[0-9]+(-[0-9]+)?)*)?$`
 	Ordinals string `json:"ordinals,omitempty"`
+	// boundClaims is the number of the placement's claims (of its pods'
+	// ordinals and volumeClaimTemplates) that are Bound.
+	// +optional
+	BoundClaims int32 `json:"boundClaims,omitempty"`
 }
 
 // ComponentStatus is what was observed of one component.

@@ -18,6 +18,8 @@ const (
 	// LabelRevision, on pods, holds the hash of the placement's effective
 	// pod template the pod was created from.
 	LabelRevision = "fedop.io/revision"
+	// LabelPod, on claims, holds the name of the pod the claim is for.
+	LabelPod = "fedop.io/pod"
 )
 
 const (

@@ -114,6 +114,8 @@ func (p *planner) run(op *v1alpha1.Operation) Plan {
 		return p.scale(op)
 	case v1alpha1.OperationUpgrade:
 		return p.upgrade(op)
+	case v1alpha1.OperationExpand:
+		return p.expand(op)
 	default:
 		// Not an operation this planner knows (written by another version):
 		// free the mutex and decide again from what is observed.
@@ -325,6 +327,12 @@ func (p *planner) keeps(ci, pi, o int) bool {
 // seen.
 func (p *planner) allocate(ci, pi int) (int, string) {
 	c := &p.Components[ci]
+	if o, ok := p.retained(ci, pi); ok {
+		set := append(p.owned[ci][pi], o)
+		slices.Sort(set)
+		p.owned[ci][pi] = set
+		return o, ""
+	}
 	if !p.nextKnown[ci] {
 		return 0, fmt.Sprintf("no new pod of component %s until every member that may hold its pods is connected: status does not record its ordinals", c.Name)
 	}
@@ -351,6 +359,21 @@ func (p *planner) allocate(ci, pi int) (int, string) {
 	slices.Sort(set)
 	p.owned[ci][pi] = set
 	return o, ""
+}
+
+// retained returns the lowest ordinal placement pi of component ci kept
+// claims of and no placement holds, if any.
+func (p *planner) retained(ci, pi int) (int, bool) {
+	for _, o := range p.Components[ci].Placements[pi].Retained {
+		held := false
+		for _, set := range p.owned[ci] {
+			held = held || slices.Contains(set, o)
+		}
+		if !held {
+			return o, true
+		}
+	}
+	return 0, false
 }
 
 // missing returns creations for component ci: the pods of the ordinals its
@@ -466,6 +489,8 @@ func (p *planner) needed() v1alpha1.OperationType {
 		return v1alpha1.OperationScale
 	case upgrade:
 		return v1alpha1.OperationUpgrade
+	case p.nextToExpand() != nil:
+		return v1alpha1.OperationExpand
 	}
 	return ""
 }
@@ -785,6 +810,108 @@ func (p *planner) nextVictim(c *Component, op *v1alpha1.Operation) (*Placement, 
 	return firstPl, first
 }
 
+// --- Expanding claims.
+
+// grow returns the claims of pod to grow: smaller than their template, in
+// a StorageClass that allows expansion.
+func grow(pod *Pod) []Claim {
+	var out []Claim
+	for _, c := range pod.Claims {
+		if c.Desired > c.Requested && c.Expandable {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// resizing reports whether one of pod's claims was asked for more than it
+// has yet.
+func resizing(pod *Pod) bool {
+	for _, c := range pod.Claims {
+		if c.Requested > c.Capacity {
+			return true
+		}
+	}
+	return false
+}
+
+// expansion is one pod whose claims grow.
+type expansion struct {
+	component string
+	pl        *Placement
+	pod       *Pod
+}
+
+// nextToExpand returns the first pod (spec order, lowest ordinal first)
+// of a connected placement with claims to grow, or nil.
+func (p *planner) nextToExpand() *expansion {
+	for ci := range p.Components {
+		c := &p.Components[ci]
+		for pi := range c.Placements {
+			pl := &c.Placements[pi]
+			if !pl.Connected {
+				continue
+			}
+			pods := live(pl)
+			slices.SortFunc(pods, func(a, b *Pod) int { return a.Ordinal - b.Ordinal })
+			for _, pod := range pods {
+				if len(grow(pod)) > 0 {
+					return &expansion{component: c.Name, pl: pl, pod: pod}
+				}
+			}
+		}
+	}
+	return nil
+}
+
+func (x *expansion) plan(op *v1alpha1.Operation) Plan {
+	op.Component, op.Member, op.Pod, op.PodUID = x.component, x.pl.Member, x.pod.Name, ""
+	podRef := *ref(x.component, x.pl.Member, x.pod)
+	plan := Plan{Operation: op, Message: fmt.Sprintf("expanding the claims of pod %s in %s", x.pod.Name, x.pl.Member)}
+	for _, c := range grow(x.pod) {
+		plan.Expand = append(plan.Expand, ClaimRef{Pod: podRef, Name: c.Name, Desired: c.Desired})
+	}
+	return plan
+}
+
+// expand grows claims one pod at a time: a pod's claims are patched to
+// their template's size, and the next pod's only once the claims report
+// that capacity, the pacing of every other step. Expansion in place does
+// not restart pods, so it is not a disruption; it still runs alone, under
+// the mutex.
+func (p *planner) expand(op *v1alpha1.Operation) Plan {
+	var done Plan
+	if op.Pod != "" {
+		ci, pi := p.placementIndex(op.Component, op.Member)
+		if ci >= 0 {
+			pl := &p.Components[ci].Placements[pi]
+			if !pl.Connected {
+				return wait(op, fmt.Sprintf("member %s is not connected", pl.Member), 0)
+			}
+			if pod := findPod(pl, op.Pod); pod != nil && !pod.Terminating {
+				switch {
+				case len(grow(pod)) > 0:
+					return (&expansion{component: op.Component, pl: pl, pod: pod}).plan(op)
+				case resizing(pod):
+					if t := p.needed(); t == v1alpha1.OperationScale || t == v1alpha1.OperationUpgrade {
+						// Resizing is the storage's work now, and a
+						// resize that never ends must not hold the
+						// rollout (a fix forward, say): let it go first.
+						return Plan{Message: fmt.Sprintf("the claims of pod %s in %s are resizing; %s goes first", pod.Name, pl.Member, t)}
+					}
+					return wait(op, fmt.Sprintf("the claims of pod %s in %s to reach their size", pod.Name, pl.Member), 0)
+				}
+				done = Plan{Completed: ref(op.Component, pl.Member, pod), CompletedAt: p.Now}
+			}
+		}
+		op.Pod = ""
+	}
+	if x := p.nextToExpand(); x != nil {
+		return withCompleted(x.plan(op), done)
+	}
+	return withCompleted(Plan{Message: "expanded: every claim has its template's size"}, done)
+}
+
 // --- What every plan carries besides its step.
 
 // finish adds to plan what does not depend on the step: failed pods to
@@ -820,6 +947,18 @@ func (p *planner) finish(plan *Plan) {
 	}
 	p.recordOrdinals(plan)
 	p.deadline(plan)
+	for ci := range p.Components {
+		for pi := range p.Components[ci].Placements {
+			pl := &p.Components[ci].Placements[pi]
+			for i := range pl.Pods {
+				for _, c := range pl.Pods[i].Claims {
+					if c.Desired > c.Requested && !c.Expandable {
+						plan.Unexpandable = append(plan.Unexpandable, c.Name+" in "+pl.Member)
+					}
+				}
+			}
+		}
+	}
 }
 
 // recordOrdinals fills plan.Ordinals: what each placement holds after this

@@ -69,6 +69,12 @@ func TestNext(t *testing.T) {
 			} else if assert.NotNil(t, plan.Stuck, "a pod past the progress deadline expected") {
 				assert.Equal(t, tc.WantStuck, plan.Stuck.Member+"/"+plan.Stuck.Name)
 			}
+			var expand []string
+			for _, c := range plan.Expand {
+				expand = append(expand, c.Name)
+			}
+			assert.Equal(t, tc.WantExpand, expand, "claims to grow")
+			assert.Equal(t, tc.WantUnexpandable, plan.Unexpandable, "claims that cannot grow")
 			assertOrdinalsUnique(t, plan)
 		})
 	}

@@ -28,6 +28,21 @@ type Pod struct {
 	Failed bool
 	// Created is the pod's creationTimestamp.
 	Created time.Time
+	// Claims are the pod's claims, one per volumeClaimTemplate, as far as
+	// they exist.
+	Claims []Claim
+}
+
+// Claim is what the planner needs to know of one of a pod's claims.
+type Claim struct {
+	Name string
+	// Requested is the claim's storage request, Capacity what its status
+	// says it has, Desired its template's request; in bytes.
+	Requested, Capacity, Desired int64
+	// Expandable is true when the claim's StorageClass allows expansion.
+	Expandable bool
+	// Pending is true while the claim is not Bound.
+	Pending bool
 }
 
 // Placement is one component's part in one member: desired and observed.
@@ -52,6 +67,12 @@ type Placement struct {
 	// (sorted): the identities of its pods, kept across replacements and
 	// partitions. Pods observed in the placement add theirs.
 	Ordinals []int
+	// Retained are ordinals the placement no longer holds whose claims it
+	// kept (a scale-in with whenScaled Retain), sorted: a scale-out of the
+	// placement takes them back first, so the new pod finds its
+	// predecessor's data, as a StatefulSet's would. Only this placement
+	// ever held them, so taking them back collides with nothing.
+	Retained []int
 	// Pods are the component's pods observed in the member, any order.
 	Pods []Pod
 }
@@ -106,6 +127,14 @@ type PodRef struct {
 	Revision string
 }
 
+// ClaimRef names a claim to act on: its pod's ref, and the claim's name
+// and desired size in bytes.
+type ClaimRef struct {
+	Pod     PodRef
+	Name    string
+	Desired int64
+}
+
 // ComponentOrdinals is what status must record of one component's
 // ordinals after a plan: the first ordinal never handed out, and what each
 // placement holds.
@@ -135,6 +164,12 @@ type Plan struct {
 	Replace []PodRef
 	// Delete is the one disruptive action, if any.
 	Delete *PodRef
+	// Expand lists claims to grow to their template's size (an Expand
+	// step): not disruptive.
+	Expand []ClaimRef
+	// Unexpandable lists claims smaller than their template whose
+	// StorageClass does not allow expansion, as "claim in member".
+	Unexpandable []string
 	// Message says what the step does or waits for (Progressing message).
 	Message string
 	// RequeueAfter, when positive, is how soon something changes without an

@@ -28,6 +28,10 @@ type Case struct {
 	WantReplace []string
 	// WantStuck is the pod past the progress deadline as member/pod.
 	WantStuck string
+	// WantExpand lists the claims to grow.
+	WantExpand []string
+	// WantUnexpandable lists the claims that cannot grow.
+	WantUnexpandable []string
 }
 
 func notReady(ps []rollout.Pod, i int) []rollout.Pod { ps[i].Ready = false; return ps }
@@ -47,6 +51,20 @@ func created(ps []rollout.Pod, at time.Time) []rollout.Pod {
 		if !ps[i].Ready {
 			ps[i].ReadySince = at
 		}
+	}
+	return ps
+}
+
+// retained is pl with claims kept for ordinals.
+func retained(pl rollout.Placement, ordinals ...int) rollout.Placement {
+	pl.Retained = append(pl.Retained, ordinals...)
+	return pl
+}
+
+// claims gives every pod a claim data-<pod> with these sizes.
+func claims(ps []rollout.Pod, requested, capacity, desired int64, expandable bool) []rollout.Pod {
+	for i := range ps {
+		ps[i].Claims = []rollout.Claim{{Name: "data-" + ps[i].Name, Requested: requested, Capacity: capacity, Desired: desired, Expandable: expandable}}
 	}
 	return ps
 }
@@ -571,6 +589,58 @@ func Cases() []Case {
 			}(),
 			WantOp:     &v1alpha1.Operation{Type: v1alpha1.OperationUpgrade, Component: "pd", Member: "a", Pod: "demo-pd-1", PodUID: "demo-pd-1@r1", TargetRevision: "r2"},
 			WantDelete: "a/demo-pd-1",
+		},
+		// --- Storage: claims kept by a scale-in are taken back, and
+		// claims grow in place one pod at a time.
+		{
+			Name: "storage: a scale-out takes back an ordinal whose claims the placement kept",
+			State: State(nil, rollout.Component{Name: "pd", NextOrdinal: 3, Placements: []rollout.Placement{
+				retained(Placement("a", 2, "r1", Pods("pd", "r1", 0)...), 1), retained(Placement("b", 1, "r1", Pods("pd", "r1", 2)...), 5)}}),
+			WantOp:     &v1alpha1.Operation{Type: v1alpha1.OperationScale, Component: "pd", Member: "a", Pod: "demo-pd-1", TargetRevision: "r1"},
+			WantCreate: []string{"a/demo-pd-1"},
+		},
+		{
+			Name: "storage: claims another member kept are not taken",
+			State: State(nil, rollout.Component{Name: "pd", NextOrdinal: 3, Placements: []rollout.Placement{
+				Placement("a", 2, "r1", Pods("pd", "r1", 0)...), retained(Placement("b", 1, "r1", Pods("pd", "r1", 2)...), 1)}}),
+			WantOp:     &v1alpha1.Operation{Type: v1alpha1.OperationScale, Component: "pd", Member: "a", Pod: "demo-pd-3", TargetRevision: "r1"},
+			WantCreate: []string{"a/demo-pd-3"},
+		},
+		{
+			Name: "expand: claims smaller than their template grow, the first pod's first",
+			State: State(nil, rollout.Component{Name: "pd", Placements: []rollout.Placement{
+				Placement("a", 2, "r1", claims(Pods("pd", "r1", 0, 1), 10, 10, 20, true)...)}}),
+			WantOp:      &v1alpha1.Operation{Type: v1alpha1.OperationExpand, Component: "pd", Member: "a", Pod: "demo-pd-0"},
+			WantExpand:  []string{"data-demo-pd-0"},
+			WantMessage: "expanding the claims of pod demo-pd-0 in a",
+		},
+		{
+			Name: "expand: the next pod waits until the claims have their size",
+			State: State(Op(v1alpha1.OperationExpand, "pd", "a", "demo-pd-0", ""), rollout.Component{Name: "pd", Placements: []rollout.Placement{
+				Placement("a", 2, "r1", append(claims(Pods("pd", "r1", 0), 20, 10, 20, true), claims(Pods("pd", "r1", 1), 10, 10, 20, true)...)...)}}),
+			WantOp:      &v1alpha1.Operation{Type: v1alpha1.OperationExpand, Component: "pd", Member: "a", Pod: "demo-pd-0"},
+			WantMessage: "the claims of pod demo-pd-0 in a to reach their size",
+		},
+		{
+			Name: "expand: once they have it, the next pod's claims grow",
+			State: State(Op(v1alpha1.OperationExpand, "pd", "a", "demo-pd-0", ""), rollout.Component{Name: "pd", Placements: []rollout.Placement{
+				Placement("a", 2, "r1", append(claims(Pods("pd", "r1", 0), 20, 20, 20, true), claims(Pods("pd", "r1", 1), 10, 10, 20, true)...)...)}}),
+			WantOp:     &v1alpha1.Operation{Type: v1alpha1.OperationExpand, Component: "pd", Member: "a", Pod: "demo-pd-1"},
+			WantExpand: []string{"data-demo-pd-1"},
+		},
+		{
+			Name: "expand: a StorageClass that does not allow expansion is reported, and nothing grows",
+			State: State(nil, rollout.Component{Name: "pd", Placements: []rollout.Placement{
+				Placement("a", 1, "r1", claims(Pods("pd", "r1", 0), 10, 10, 20, false)...)}}),
+			WantMessage:      "every pod is at its update revision",
+			WantUnexpandable: []string{"data-demo-pd-0 in a"},
+		},
+		{
+			Name: "expand: an upgrade goes first while claims resize",
+			State: State(Op(v1alpha1.OperationExpand, "pd", "a", "demo-pd-0", ""), rollout.Component{Name: "pd", Placements: []rollout.Placement{
+				Placement("a", 1, "r2", claims(Pods("pd", "r1", 0), 20, 10, 20, true)...)}}),
+			WantOp:     &v1alpha1.Operation{Type: v1alpha1.OperationUpgrade, Component: "pd", Member: "a", Pod: "demo-pd-0", PodUID: "demo-pd-0@r1", TargetRevision: "r2"},
+			WantDelete: "a/demo-pd-0",
 		},
 		{
 			Name:        "an unknown operation type is dropped",
