@@ -4,7 +4,6 @@ import (
 	"context"
 	"maps"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -13,6 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	appsv1 "k8s.io/api/apps/v1"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -146,8 +146,7 @@ func startResizer(t *testing.T, s *scenario) *resizer {
 	return r
 }
 
-// TestClaimsPerPod: every pod gets data-<pod> in its member, created before
-// the pod, labelled like fedop's pods, in its placement's StorageClass,
+// TestClaimsPerPod: every pod gets data-<pod> in its member, labelled like fedop's pods, in its placement's StorageClass,
 // and mounted as volume data; a replaced pod mounts the same claim.
 func TestClaimsPerPod(t *testing.T) {
 	s := startScenario(t, "claims", func(ns string) *v1alpha1.FederationCluster {
@@ -169,9 +168,6 @@ func TestClaimsPerPod(t *testing.T) {
 		wantClass := map[string]string{memberA: "standard", memberB: "fixed"}[m]
 		assert.Equal(t, wantClass, ptr.Deref(claim.Spec.StorageClassName, ""), "class of %s", claim.Name)
 		assert.Equal(t, resource.MustParse("1Gi"), claim.Spec.Resources.Requests[corev1.ResourceStorage])
-		// Created before the pod: a member's resourceVersions grow with its
-		// etcd's revision (a test's reading, not an API promise).
-		assert.Less(t, rv(t, claim.ResourceVersion), rv(t, pod.ObjectMeta.ResourceVersion), "claim %s after its pod", claim.Name)
 		assert.Contains(t, pod.Spec.Volumes, corev1.Volume{Name: "data", VolumeSource: corev1.VolumeSource{
 			PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "data-" + pod.Name},
 		}})
@@ -187,6 +183,82 @@ func TestClaimsPerPod(t *testing.T) {
 	for key, pod := range memberPods(t, s.env, s.ns) {
 		assert.NotEqual(t, pods[key].UID, pod.UID, "%s was not replaced", key)
 	}
+}
+
+// TestClaimBeforePod: a pod is created only once its claims exist. A
+// ValidatingAdmissionPolicy in k8s-b refuses every claim in the test's
+// namespace; fedop says so and creates no pod in k8s-b until the policy
+// goes.
+func TestClaimBeforePod(t *testing.T) {
+	env, k := federationEnv(t)
+	ns := setupNamespace(t, env, "claimfirst")
+	key := client.ObjectKey{Namespace: ns, Name: fcName}
+	b := env.Member(memberB).Client
+	policy := &admissionregistrationv1.ValidatingAdmissionPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: "refuse-claims-" + ns},
+		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
+			FailurePolicy: ptr.To(admissionregistrationv1.Fail),
+			MatchConstraints: &admissionregistrationv1.MatchResources{ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
+				RuleWithOperations: admissionregistrationv1.RuleWithOperations{
+					Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create},
+					Rule:       admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"persistentvolumeclaims"}},
+				},
+			}}},
+			Validations: []admissionregistrationv1.Validation{{Expression: "false", Message: "the test refuses claims"}},
+		},
+	}
+	binding := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: policy.Name},
+		Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{
+			PolicyName:        policy.Name,
+			ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny},
+			MatchResources: &admissionregistrationv1.MatchResources{NamespaceSelector: &metav1.LabelSelector{
+				MatchLabels: map[string]string{corev1.LabelMetadataName: ns},
+			}},
+		},
+	}
+	require.NoError(t, b.Create(context.Background(), policy))
+	require.NoError(t, b.Create(context.Background(), binding))
+	// The API server enforces a policy once its informer has it: wait
+	// until a dry-run claim is refused.
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		probe := &corev1.PersistentVolumeClaim{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "probe"},
+			Spec: corev1.PersistentVolumeClaimSpec{
+				AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+				Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}},
+			},
+		}
+		assert.True(c, apierrors.IsInvalid(b.Create(context.Background(), probe, client.DryRunAll)), "the policy is not enforced yet")
+	}, time.Minute, 100*time.Millisecond)
+	unbind := func() {
+		_ = b.Delete(context.Background(), binding)
+		_ = b.Delete(context.Background(), policy)
+	}
+	t.Cleanup(unbind)
+	startChecker(t, env, k, ns, fcName)
+	startFedop(t, env, ns+"-1")
+	fc := claimFC("1Gi", "standard", nil)(ns)
+	ensureStorageClasses(t, &scenario{env: env})
+	createFC(t, env, fc)
+
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		var got v1alpha1.FederationCluster
+		require.NoError(c, env.Host.Client.Get(context.Background(), key, &got))
+		cond := meta.FindStatusCondition(got.Status.Conditions, v1alpha1.ConditionProgressing)
+		require.NotNil(c, cond)
+		assert.Equal(c, v1alpha1.ReasonMemberWriteFailed, cond.Reason)
+		assert.Contains(c, cond.Message, "claim data-"+fcName+"-db-2 in member "+memberB)
+	}, time.Minute, 100*time.Millisecond)
+	for key := range memberPods(t, env, ns) {
+		assert.False(t, strings.HasPrefix(key, memberB+"/"), "pod %s was created without its claim", key)
+	}
+
+	unbind()
+	requireSettled(t, env, key)
+	var claim corev1.PersistentVolumeClaim
+	require.NoError(t, b.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "data-" + fcName + "-db-2"}, &claim))
+	assert.Contains(t, memberPods(t, env, ns), memberB+"/"+fcName+"-db-2")
 }
 
 // TestClaimRetentionWhenScaled: whenScaled Delete removes exactly the
@@ -359,8 +431,3 @@ func TestClaimTemplatesAreImmutable(t *testing.T) {
 	assert.True(t, apierrors.IsInvalid(s.env.Host.Client.Create(context.Background(), dup)), "duplicate template names were accepted")
 }
 
-func rv(t *testing.T, v string) int64 {
-	n, err := strconv.ParseInt(v, 10, 64)
-	require.NoError(t, err)
-	return n
-}
