@@ -11,8 +11,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	appsv1 "k8s.io/api/apps/v1"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -430,4 +430,3 @@ func TestClaimTemplatesAreImmutable(t *testing.T) {
 	dup.Spec.Components[0].VolumeClaimTemplates = append(dup.Spec.Components[0].VolumeClaimTemplates, vct)
 	assert.True(t, apierrors.IsInvalid(s.env.Host.Client.Create(context.Background(), dup)), "duplicate template names were accepted")
 }
-
