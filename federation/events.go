@@ -50,6 +50,10 @@ const (
 	// EventProgressDeadlineExceeded: a pod has not been available for
 	// longer than spec.progressDeadlineSeconds (Warning).
 	EventProgressDeadlineExceeded = "ProgressDeadlineExceeded"
+	// EventClaimPending: a pod has not been available for longer than
+	// spec.progressDeadlineSeconds and a claim it mounts is not Bound
+	// (Warning); the Event names the claims and their member.
+	EventClaimPending = "ClaimPending"
 	// EventMemberForgotten: a member that no placement names and that
 	// cannot be seen left status; the Event names the pods fedop last knew
 	// there (Warning).
@@ -58,9 +62,10 @@ const (
 
 // recordTransitions records events for what this reconcile changed, after
 // its status write succeeded: an operation started, completed or released,
-// a step completed or dropped, a pod stuck past the progress deadline, a
-// member disconnected, reconnected or forgotten.
-func (r *Reconciler) recordTransitions(fc *v1alpha1.FederationCluster, before *v1alpha1.FederationClusterStatus, plan rollout.Plan, obs *observation) {
+// a step completed or dropped, a pod stuck past the progress deadline
+// (naming its claims that are not Bound, pending), a member disconnected,
+// reconnected or forgotten.
+func (r *Reconciler) recordTransitions(fc *v1alpha1.FederationCluster, before *v1alpha1.FederationClusterStatus, plan rollout.Plan, obs *observation, pending []string) {
 	prev, next := before.Operation, plan.Operation
 	if plan.Released && prev != nil {
 		r.recorder.Eventf(fc, nil, corev1.EventTypeNormal, EventOperationReleased, string(prev.Type),
@@ -71,7 +76,13 @@ func (r *Reconciler) recordTransitions(fc *v1alpha1.FederationCluster, before *v
 		r.recorder.Eventf(fc, nil, corev1.EventTypeNormal, EventStepDropped, "Plan", "%s", plan.Dropped)
 	}
 	if s := plan.Stuck; s != nil {
-		if c := meta.FindStatusCondition(before.Conditions, v1alpha1.ConditionProgressing); c == nil || c.Reason != v1alpha1.ReasonProgressDeadlineExceeded {
+		c := meta.FindStatusCondition(before.Conditions, v1alpha1.ConditionProgressing)
+		reported := c != nil && (c.Reason == v1alpha1.ReasonProgressDeadlineExceeded || c.Reason == v1alpha1.ReasonClaimPending)
+		switch {
+		case len(pending) > 0 && (c == nil || c.Reason != v1alpha1.ReasonClaimPending):
+			r.recorder.Eventf(fc, nil, corev1.EventTypeWarning, EventClaimPending, "Observe",
+				"Pod %s in member %s has not been available for %s, longer than spec.progressDeadlineSeconds: its claim %s in member %s is not Bound", s.Name, s.Member, plan.StuckFor.Round(time.Second), strings.Join(pending, ", "), s.Member)
+		case len(pending) == 0 && !reported:
 			r.recorder.Eventf(fc, nil, corev1.EventTypeWarning, EventProgressDeadlineExceeded, "Observe",
 				"Pod %s in member %s has not been available for %s, longer than spec.progressDeadlineSeconds", s.Name, s.Member, plan.StuckFor.Round(time.Second))
 		}

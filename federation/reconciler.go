@@ -218,7 +218,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if plan.RequeueAfter > 0 && (requeue == 0 || plan.RequeueAfter < requeue) {
 		requeue = plan.RequeueAfter
 	}
-	r.recordTransitions(fc, before, plan, obs)
+	r.recordTransitions(fc, before, plan, obs, pendingClaims(state, plan.Stuck))
 
 	if err := r.act(ctx, fc, obs, plan); err != nil {
 		return reconcile.Result{}, err

@@ -23,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/fedop-io/fedop/api/v1alpha1"
+	"github.com/fedop-io/fedop/federation"
 )
 
 // Integration tests of the Storage issue: per-pod claims, kept across
@@ -429,4 +430,31 @@ func TestClaimTemplatesAreImmutable(t *testing.T) {
 	vct := dup.Spec.Components[0].VolumeClaimTemplates[0]
 	dup.Spec.Components[0].VolumeClaimTemplates = append(dup.Spec.Components[0].VolumeClaimTemplates, vct)
 	assert.True(t, apierrors.IsInvalid(s.env.Host.Client.Create(context.Background(), dup)), "duplicate template names were accepted")
+}
+
+// TestPendingClaimIsReported: a replacement that stays unavailable past
+// progressDeadlineSeconds while its claim is not Bound (envtest binds no
+// claim) is reported as ClaimPending, naming the claim and its member, in
+// the Progressing condition and in one Warning Event.
+func TestPendingClaimIsReported(t *testing.T) {
+	s := startScenario(t, "pending", func(ns string) *v1alpha1.FederationCluster {
+		fc := claimFC("1Gi", "standard", nil)(ns)
+		fc.Spec.ProgressDeadlineSeconds = ptr.To(int32(2))
+		return fc
+	})
+	// The upgrade's first step replaces k8s-a's highest ordinal.
+	s.kubelet.hold(t, memberA, s.ns, fcName+"-db-1")
+	updateFC(t, s.env, s.key, setImages("2"))
+	claim := "data-" + fcName + "-db-1"
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		cond := progressing(c, s)
+		assert.Equal(c, metav1.ConditionFalse, cond.Status)
+		assert.Equal(c, v1alpha1.ReasonClaimPending, cond.Reason)
+		assert.Contains(c, cond.Message, "claim "+claim+" in member "+memberA)
+		events := hostEvents(c, s)[federation.EventClaimPending]
+		if assert.Len(c, events, 1) {
+			assert.Contains(c, events[0], claim)
+		}
+	}, time.Minute, 100*time.Millisecond)
+	assert.Empty(t, hostEvents(t, s)[federation.EventProgressDeadlineExceeded], "a pending claim is reported as such")
 }
