@@ -75,18 +75,7 @@ func (r *Reconciler) recordTransitions(fc *v1alpha1.FederationCluster, before *v
 	if plan.Dropped != "" {
 		r.recorder.Eventf(fc, nil, corev1.EventTypeNormal, EventStepDropped, "Plan", "%s", plan.Dropped)
 	}
-	if s := plan.Stuck; s != nil {
-		c := meta.FindStatusCondition(before.Conditions, v1alpha1.ConditionProgressing)
-		reported := c != nil && (c.Reason == v1alpha1.ReasonProgressDeadlineExceeded || c.Reason == v1alpha1.ReasonClaimPending)
-		switch {
-		case len(pending) > 0 && (c == nil || c.Reason != v1alpha1.ReasonClaimPending):
-			r.recorder.Eventf(fc, nil, corev1.EventTypeWarning, EventClaimPending, "Observe",
-				"Pod %s in member %s has not been available for %s, longer than spec.progressDeadlineSeconds: its claim %s in member %s is not Bound", s.Name, s.Member, plan.StuckFor.Round(time.Second), strings.Join(pending, ", "), s.Member)
-		case len(pending) == 0 && !reported:
-			r.recorder.Eventf(fc, nil, corev1.EventTypeWarning, EventProgressDeadlineExceeded, "Observe",
-				"Pod %s in member %s has not been available for %s, longer than spec.progressDeadlineSeconds", s.Name, s.Member, plan.StuckFor.Round(time.Second))
-		}
-	}
+	r.recordStuck(fc, before, plan, pending)
 	for _, f := range obs.forgotten {
 		r.recorder.Eventf(fc, nil, corev1.EventTypeWarning, EventMemberForgotten, "Observe",
 			"Member cluster %s is in no topology and cannot be reached; fedop no longer waits for it. Pods last known there: %s. If it comes back, they are removed", f.member, strings.Join(f.pods, ", "))
@@ -123,5 +112,25 @@ func (r *Reconciler) recordTransitions(fc *v1alpha1.FederationCluster, before *v
 		case mv.cluster != nil && known && !connected:
 			r.recorder.Eventf(fc, nil, corev1.EventTypeNormal, EventMemberConnected, "Observe", "Member cluster %s is connected", name)
 		}
+	}
+}
+
+// recordStuck records, once per stuck pod, that plan.Stuck has not been
+// available past spec.progressDeadlineSeconds: ClaimPending naming its
+// claims that are not Bound (pending), else ProgressDeadlineExceeded.
+func (r *Reconciler) recordStuck(fc *v1alpha1.FederationCluster, before *v1alpha1.FederationClusterStatus, plan rollout.Plan, pending []string) {
+	s := plan.Stuck
+	if s == nil {
+		return
+	}
+	c := meta.FindStatusCondition(before.Conditions, v1alpha1.ConditionProgressing)
+	reported := c != nil && (c.Reason == v1alpha1.ReasonProgressDeadlineExceeded || c.Reason == v1alpha1.ReasonClaimPending)
+	switch {
+	case len(pending) > 0 && (c == nil || c.Reason != v1alpha1.ReasonClaimPending):
+		r.recorder.Eventf(fc, nil, corev1.EventTypeWarning, EventClaimPending, "Observe",
+			"Pod %s in member %s has not been available for %s, longer than spec.progressDeadlineSeconds: its claim %s in member %s is not Bound", s.Name, s.Member, plan.StuckFor.Round(time.Second), strings.Join(pending, ", "), s.Member)
+	case len(pending) == 0 && !reported:
+		r.recorder.Eventf(fc, nil, corev1.EventTypeWarning, EventProgressDeadlineExceeded, "Observe",
+			"Pod %s in member %s has not been available for %s, longer than spec.progressDeadlineSeconds", s.Name, s.Member, plan.StuckFor.Round(time.Second))
 	}
 }
