@@ -50,6 +50,22 @@ const (
 	// EventProgressDeadlineExceeded: a pod has not been available for
 	// longer than spec.progressDeadlineSeconds (Warning).
 	EventProgressDeadlineExceeded = "ProgressDeadlineExceeded"
+	// EventPodDraining: the preDelete hook of a pod is being called (the
+	// step entered stage Draining). EventPodDrained: it answered 2xx.
+	EventPodDraining = "PodDraining"
+	EventPodDrained  = "PodDrained"
+	// EventHookFailed: a hook call has failed more than a few times in a
+	// row; it is retried with backoff (Warning).
+	EventHookFailed = "HookFailed"
+	// EventHookTimedOut: a hook has not succeeded within its
+	// timeoutSeconds: fedop halts, or (preDelete, onTimeout Proceed)
+	// deletes the pod anyway (Warning).
+	EventHookTimedOut = "HookTimedOut"
+	// EventStepUndone: a called-off step's undo answered 2xx.
+	EventStepUndone = "StepUndone"
+	// EventHealthCheckFailed: a component's postReady gate started to fail
+	// on a pod before a deletion, which waits (Warning).
+	EventHealthCheckFailed = "HealthCheckFailed"
 	// EventClaimPending: a pod has not been available for longer than
 	// spec.progressDeadlineSeconds and a claim it mounts is not Bound
 	// (Warning); the Event names the claims and their member.
@@ -132,5 +148,33 @@ func (r *Reconciler) recordStuck(fc *v1alpha1.FederationCluster, before *v1alpha
 	case len(pending) == 0 && !reported:
 		r.recorder.Eventf(fc, nil, corev1.EventTypeWarning, EventProgressDeadlineExceeded, "Observe",
 			"Pod %s in member %s has not been available for %s, longer than spec.progressDeadlineSeconds", s.Name, s.Member, plan.StuckFor.Round(time.Second))
+	}
+}
+
+// recordHooks records the Events of this reconcile's hooks: a pod entering
+// Draining and drained, a called-off step undone, a hook failing more than
+// a few times in a row, a timeout, a postReady gate that started to fail.
+func (r *Reconciler) recordHooks(fc *v1alpha1.FederationCluster, before *v1alpha1.FederationClusterStatus, plan rollout.Plan, out hookOutcome) {
+	if op := plan.Operation; op != nil && op.Stage == v1alpha1.StageDraining && plan.Drain != nil && !recordedStage(before.Operation, v1alpha1.StageDraining, plan.Drain) {
+		r.recorder.Eventf(fc, nil, corev1.EventTypeNormal, EventPodDraining, "Drain", "Calling the preDelete hook of pod %s in member %s before deleting it", plan.Drain.Name, plan.Drain.Member)
+	}
+	if d := out.drained; d != nil {
+		r.recorder.Eventf(fc, nil, corev1.EventTypeNormal, EventPodDrained, "Drain", "The preDelete hook of pod %s in member %s answered", d.Name, d.Member)
+	}
+	if u := plan.Undone; u != nil {
+		r.recorder.Eventf(fc, nil, corev1.EventTypeNormal, EventStepUndone, "Undo", "The undo of pod %s in member %s answered: its called-off step is dropped", u.Name, u.Member)
+	}
+	if out.failedOn != nil && out.failures >= hookFailureEvents {
+		r.recorder.Eventf(fc, nil, corev1.EventTypeWarning, EventHookFailed, "Hook", "The %s hook of pod %s in member %s failed %d times in a row: %s", out.failed, out.failedOn.Name, out.failedOn.Member, out.failures, plan.Message)
+	}
+	prev := meta.FindStatusCondition(before.Conditions, v1alpha1.ConditionProgressing)
+	was := func(reason string) bool { return prev != nil && prev.Reason == reason }
+	switch {
+	case plan.Proceeded && plan.Delete != nil:
+		r.recorder.Eventf(fc, nil, corev1.EventTypeWarning, EventHookTimedOut, "Delete", "The preDelete hook of pod %s in member %s did not succeed in time; deleting it anyway (onTimeout Proceed)", plan.Delete.Name, plan.Delete.Member)
+	case plan.Hook == v1alpha1.ReasonHookTimedOut && !was(v1alpha1.ReasonHookTimedOut):
+		r.recorder.Eventf(fc, nil, corev1.EventTypeWarning, EventHookTimedOut, "Halt", "%s", plan.Message)
+	case plan.Hook == v1alpha1.ReasonHealthCheckFailed && !was(v1alpha1.ReasonHealthCheckFailed):
+		r.recorder.Eventf(fc, nil, corev1.EventTypeWarning, EventHealthCheckFailed, "Gate", "%s", plan.Message)
 	}
 }

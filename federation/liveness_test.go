@@ -75,7 +75,7 @@ func (w *eventWorld) reconcile() {
 	plan := rollout.Next(s)
 	fc, members := fcOf(s)
 	st := computeStatus(fc, members, s, plan, "test")
-	if !assertConsistent(w.t, st) {
+	if !assertConsistent(w.t, st, heldBack(s)) {
 		w.t.FailNow()
 	}
 	w.op, w.ordinals = plan.Operation, plan.Ordinals

@@ -478,7 +478,7 @@ func (r *Reconciler) rolloutState(fc *v1alpha1.FederationCluster, obs *observati
 	}
 	key := client.ObjectKeyFromObject(fc)
 	for _, cv := range obs.components {
-		rc := rollout.Component{Name: cv.name, NextOrdinal: cv.nextOrdinal}
+		rc := rollout.Component{Name: cv.name, NextOrdinal: cv.nextOrdinal, Hooks: hooksOf(cv.spec)}
 		for _, pv := range cv.placements {
 			mv := obs.members[pv.member]
 			rp := rollout.Placement{
@@ -486,6 +486,7 @@ func (r *Reconciler) rolloutState(fc *v1alpha1.FederationCluster, obs *observati
 				Revision:  pv.revision,
 				Connected: mv != nil && mv.cluster != nil,
 				Ordinals:  pv.ordinals,
+				Partition: partitionOf(cv.spec),
 			}
 			rp.Fresh = rp.Connected && mv.state.Fresh
 			if pv.spec != nil {
@@ -517,6 +518,22 @@ func (r *Reconciler) rolloutState(fc *v1alpha1.FederationCluster, obs *observati
 		s.Components = append(s.Components, rc)
 	}
 	return s
+}
+
+// pod returns the member and the cached pod ref names (the instance ref.UID
+// names, when set), or a nil pod.
+func (o *observation) pod(ref rollout.PodRef) (*memberView, *corev1.Pod) {
+	mv := o.members[ref.Member]
+	pv := o.placement(ref.Component, ref.Member)
+	if mv == nil || mv.cluster == nil || pv == nil {
+		return nil, nil
+	}
+	for _, pod := range pv.pods {
+		if pod.Name == ref.Name && (ref.UID == "" || pod.UID == ref.UID) {
+			return mv, pod
+		}
+	}
+	return nil, nil
 }
 
 // podReady returns the pod's Ready condition and when it last changed.

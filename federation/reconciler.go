@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/client-go/util/flowcontrol"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -20,7 +21,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/fedop-io/fedop/api/v1alpha1"
-	"github.com/fedop-io/fedop/federation/rollout"
 	"github.com/fedop-io/fedop/member"
 )
 
@@ -48,6 +48,9 @@ type Options struct {
 	// MaxConcurrentReconciles bounds parallel reconciles of different
 	// FederationClusters. Default 4.
 	MaxConcurrentReconciles int
+	// Hooks calls the components' lifecycle hooks on pods. Default a
+	// PodProxyCaller: through each member's API server.
+	Hooks HookCaller
 }
 
 // Reconciler reconciles FederationClusters: it observes their pods in every
@@ -68,6 +71,9 @@ type Reconciler struct {
 	issues *issueStore
 	status *statusWriter
 	steps  *stepClock
+	// caller calls lifecycle hooks; hooks remembers how they went.
+	caller HookCaller
+	hooks  *hookRuns
 	// watchers are started on every member cache this controller reads
 	// (Members.Watch, in observe): pods, Services and claims wake the
 	// reconciler, and pods feed the step clock.
@@ -83,6 +89,9 @@ func NewReconciler(o Options) *Reconciler {
 	if o.MaxConcurrentReconciles <= 0 {
 		o.MaxConcurrentReconciles = 4
 	}
+	if o.Hooks == nil {
+		o.Hooks = NewPodProxyCaller()
+	}
 	return &Reconciler{
 		client:       o.Client,
 		members:      o.Members,
@@ -94,6 +103,8 @@ func NewReconciler(o Options) *Reconciler {
 		issues:       newIssueStore(),
 		status:       newStatusWriter(o.Clock),
 		steps:        newStepClock(o.Clock),
+		caller:       o.Hooks,
+		hooks:        newHookRuns(flowcontrol.NewFakeBackOffWithJitter(hookBackoffInitial, hookBackoffMax, o.Clock, 0.1)),
 	}
 }
 
@@ -206,7 +217,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Result{}, err
 	}
 	state := r.rolloutState(fc, obs)
-	plan := rollout.Next(state)
+	plan, hooks := r.planWithHooks(ctx, fc, obs, &state)
 	status := computeStatus(fc, obs.memberStates(), state, plan, r.identity)
 	reportIssues(&status, fc.Generation, r.issues.get(client.ObjectKeyFromObject(fc)))
 
@@ -215,10 +226,15 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if !ok {
 		return res, err
 	}
-	if plan.RequeueAfter > 0 && (requeue == 0 || plan.RequeueAfter < requeue) {
-		requeue = plan.RequeueAfter
+	requeue = minPositive(requeue, plan.RequeueAfter)
+	requeue = minPositive(requeue, hooks.retryAfter)
+	if hooks.callNext {
+		// The plan entered a stage whose hook is called once status
+		// records it: now.
+		requeue = minPositive(requeue, staleRequeue)
 	}
 	r.recordTransitions(fc, before, plan, obs, pendingClaims(state, plan.Stuck))
+	r.recordHooks(fc, before, plan, hooks)
 
 	if err := r.act(ctx, fc, obs, plan); err != nil {
 		return reconcile.Result{}, err
@@ -234,4 +250,5 @@ func (r *Reconciler) forget(key client.ObjectKey) {
 	r.expectations.forget(key)
 	r.issues.forget(key)
 	r.status.forget(key)
+	r.hooks.forget(key)
 }

@@ -56,6 +56,7 @@ func computeStatus(fc *v1alpha1.FederationCluster, members map[string]member.Sta
 		ordinals[co.Component] = co
 	}
 	unknown := false
+	heldBack := 0
 	var silent []string
 	for _, rc := range state.Components {
 		cs := v1alpha1.ComponentStatus{Name: rc.Name}
@@ -64,8 +65,11 @@ func computeStatus(fc *v1alpha1.FederationCluster, members map[string]member.Sta
 			cs.NextOrdinal = ptr.To(int32(co.NextOrdinal))
 		}
 		desired, blind := false, false
+		held := map[string]int{}
 		for _, rp := range rc.Placements {
-			ps := placementStatus(rp)
+			ps, h := placementStatus(rp)
+			held[rp.Member] = h
+			heldBack += h
 			ps.Ordinals = rollout.FormatOrdinals(co.Placements[rp.Member])
 			if rp.Revision != "" {
 				desired = true
@@ -89,7 +93,7 @@ func computeStatus(fc *v1alpha1.FederationCluster, members map[string]member.Sta
 		if !desired && len(cs.Members) == 0 {
 			continue // a dropped component, drained
 		}
-		cs.Rollout = rolloutPhase(cs, blind)
+		cs.Rollout = rolloutPhase(cs, blind, held)
 		unknown = unknown || blind
 		st.Replicas += cs.Replicas
 		st.ReadyReplicas += cs.ReadyReplicas
@@ -102,7 +106,7 @@ func computeStatus(fc *v1alpha1.FederationCluster, members map[string]member.Sta
 
 	setCondition(&st, fc.Generation, membersConnected(missing, disconnected))
 	setCondition(&st, fc.Generation, ready(st, missing, disconnected, plan))
-	setCondition(&st, fc.Generation, progressing(fc.Spec.Paused, st, plan, unknown, silent, pendingClaims(state, plan.Stuck)))
+	setCondition(&st, fc.Generation, progressing(fc.Spec.Paused, st, heldBack, plan, unknown, silent, pendingClaims(state, plan.Stuck)))
 	if hasClaimTemplates(fc) {
 		setCondition(&st, fc.Generation, storageExpanded(state, plan))
 	} else {
@@ -208,9 +212,10 @@ func memberMessage(s member.State) string {
 
 // placementStatus counts one placement's pods. A terminating pod counts as
 // neither ready nor updated: it is on its way out. So does a pod the cache
-// does not show yet (an expectation: no UID).
-func placementStatus(rp rollout.Placement) v1alpha1.PlacementStatus {
-	ps := v1alpha1.PlacementStatus{Member: rp.Member, Replicas: rp.Replicas, UpdateRevision: rp.Revision}
+// does not show yet (an expectation: no UID). held counts the pods the
+// component's partition keeps at another revision.
+func placementStatus(rp rollout.Placement) (ps v1alpha1.PlacementStatus, held int) {
+	ps = v1alpha1.PlacementStatus{Member: rp.Member, Replicas: rp.Replicas, UpdateRevision: rp.Revision}
 	outdated := map[string]int{}
 	for _, p := range rp.Pods {
 		if p.Terminating || p.UID == "" {
@@ -228,6 +233,9 @@ func placementStatus(rp rollout.Placement) v1alpha1.PlacementStatus {
 			ps.UpdatedReplicas++
 		} else {
 			outdated[p.Revision]++
+			if p.Ordinal < rp.Partition {
+				held++
+			}
 		}
 	}
 	ps.CurrentRevision = rp.Revision
@@ -237,7 +245,7 @@ func placementStatus(rp rollout.Placement) v1alpha1.PlacementStatus {
 			ps.CurrentRevision, best = rev, n
 		}
 	}
-	return ps
+	return ps, held
 }
 
 // rolloutPhase derives a component's phase from its revisions, as the
@@ -246,15 +254,18 @@ func placementStatus(rp rollout.Placement) v1alpha1.PlacementStatus {
 // generation, so "generation not yet observed" shows as observedGeneration
 // lagging metadata.generation; here Unknown means a member of the
 // component cannot be observed. Done when every desired pod exists at its
-// update revision; NotStarted when pods are outdated and none is updated
-// yet; InProgress otherwise.
-func rolloutPhase(cs v1alpha1.ComponentStatus, unknown bool) v1alpha1.RolloutPhase {
+// update revision, or below the partition (held, per member: as a
+// StatefulSet's partitioned rollout, Done when every pod at or above the
+// partition is updated); NotStarted when pods are outdated and none is
+// updated yet; InProgress otherwise.
+func rolloutPhase(cs v1alpha1.ComponentStatus, unknown bool, held map[string]int) v1alpha1.RolloutPhase {
 	if unknown {
 		return v1alpha1.RolloutUnknown
 	}
 	current := true
 	for _, m := range cs.Members {
-		if m.CurrentRevision != m.UpdateRevision || m.UpdatedReplicas != m.Replicas {
+		h := held[m.Member]
+		if (h == 0 && m.CurrentRevision != m.UpdateRevision) || m.UpdatedReplicas+int32(h) != m.Replicas {
 			current = false
 		}
 	}
@@ -309,10 +320,14 @@ func ready(st v1alpha1.FederationClusterStatus, missing, disconnected []string, 
 // reason is a member fedop cannot see (Unknown: whether the rollout is done
 // cannot be told) or, were the planner ever to stop short, Waiting, never
 // Complete.
-func progressing(paused bool, st v1alpha1.FederationClusterStatus, plan rollout.Plan, unknown bool, silent, pendingClaims []string) metav1.Condition {
+func progressing(paused bool, st v1alpha1.FederationClusterStatus, heldBack int, plan rollout.Plan, unknown bool, silent, pendingClaims []string) metav1.Condition {
 	c := metav1.Condition{Type: v1alpha1.ConditionProgressing, Status: metav1.ConditionTrue, Message: plan.Message}
 	waiting := plan.Delete == nil && len(plan.Create) == 0
 	switch {
+	case plan.Hook == v1alpha1.ReasonHookTimedOut:
+		c.Status, c.Reason = metav1.ConditionFalse, v1alpha1.ReasonHookTimedOut
+	case plan.Hook != "":
+		c.Reason = plan.Hook
 	case plan.Stuck != nil && len(pendingClaims) > 0:
 		c.Status, c.Reason = metav1.ConditionFalse, v1alpha1.ReasonClaimPending
 		c.Message = fmt.Sprintf("pod %s in member %s has not been available for %s, longer than spec.progressDeadlineSeconds: its claim %s in member %s is not Bound; %s",
@@ -326,7 +341,7 @@ func progressing(paused bool, st v1alpha1.FederationClusterStatus, plan rollout.
 	case plan.Operation == nil && unknown:
 		c.Status, c.Reason = metav1.ConditionUnknown, v1alpha1.ReasonMemberDisconnected
 		c.Message = "whether every pod is at its update revision cannot be told while a member cluster is not connected"
-	case plan.Operation == nil && !rolledOut(st):
+	case plan.Operation == nil && !rolledOut(st, heldBack):
 		c.Reason = v1alpha1.ReasonWaiting
 	case plan.Operation == nil:
 		c.Status, c.Reason = metav1.ConditionFalse, v1alpha1.ReasonComplete
@@ -350,14 +365,15 @@ func progressing(paused bool, st v1alpha1.FederationClusterStatus, plan rollout.
 }
 
 // rolledOut reports whether st describes a finished rollout: every
-// component Done and every desired pod at its update revision.
-func rolledOut(st v1alpha1.FederationClusterStatus) bool {
+// component Done and every desired pod at its update revision, but the
+// heldBack pods that partitions keep at another.
+func rolledOut(st v1alpha1.FederationClusterStatus, heldBack int) bool {
 	for _, cs := range st.Components {
 		if cs.Rollout != v1alpha1.RolloutDone {
 			return false
 		}
 	}
-	return st.UpdatedReplicas == st.Replicas
+	return st.UpdatedReplicas+int32(heldBack) == st.Replicas
 }
 
 // reportIssues turns Progressing into a report of what the last act could

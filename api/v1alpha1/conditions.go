@@ -61,4 +61,15 @@ const (
 	ReasonExpanded             = "Expanded"
 	ReasonExpanding            = "Expanding"
 	ReasonExpansionUnsupported = "ExpansionUnsupported"
+	// ReasonHookFailing: a hook call of the step failed and is retried
+	// with backoff (Progressing=True); the message names pod, hook and
+	// error.
+	ReasonHookFailing = "HookFailing"
+	// ReasonHookTimedOut: a preDelete hook with onTimeout Halt, or a
+	// postReady gate after a step, has not succeeded within its
+	// timeoutSeconds (Progressing=False).
+	ReasonHookTimedOut = "HookTimedOut"
+	// ReasonHealthCheckFailed: a component's postReady gate fails on a pod
+	// before a deletion, which waits for it (Progressing=True).
+	ReasonHealthCheckFailed = "HealthCheckFailed"
 )

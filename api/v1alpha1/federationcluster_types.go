@@ -5,6 +5,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
 )
 
 // Bounds of the API. They keep every pod name fedop derives,
@@ -135,6 +136,159 @@ type Component struct {
 	// claim fedop did not create is never deleted.
 	// +optional
 	PersistentVolumeClaimRetentionPolicy *appsv1.StatefulSetPersistentVolumeClaimRetentionPolicy `json:"persistentVolumeClaimRetentionPolicy,omitempty"`
+
+	// lifecycle names the HTTP endpoints of the component's pods that fedop
+	// calls around each step: preDelete before it deletes a pod, postReady
+	// after a replacement is available and before the next deletion. fedop
+	// reaches them through the member API server's pod proxy, so no
+	// network path from the host cluster to pod IPs is needed.
+	// +optional
+	Lifecycle *Lifecycle `json:"lifecycle,omitempty"`
+
+	// updateStrategy holds the component's partition, as a StatefulSet's
+	// rollingUpdate.partition.
+	// +optional
+	UpdateStrategy *UpdateStrategy `json:"updateStrategy,omitempty"`
+}
+
+// Lifecycle holds a component's hooks.
+type Lifecycle struct {
+	// preDelete is called on a pod before fedop deletes it in an upgrade or
+	// a scale-in (not before a failed pod is replaced: it cannot answer).
+	// +optional
+	PreDelete *PreDeleteHook `json:"preDelete,omitempty"`
+
+	// postReady is the component's health gate: called after a replaced
+	// or added pod is available for minReadySeconds, before the next step
+	// anywhere, and on the component's pods before any of them is
+	// deleted.
+	// +optional
+	PostReady *PostReadyHook `json:"postReady,omitempty"`
+}
+
+// HTTPGetHook is an HTTP GET on a pod, made through the member API
+// server's pod proxy (GET /api/v1/namespaces/<ns>/pods/<pod>:<port>/proxy<path>).
+// A 2xx answer is success; anything else, or no answer within 10 seconds,
+// is a failure.
+//
+// +kubebuilder:validation:XValidation:rule="type(self.port) == int ? (self.port >= 1 && self.port <= 65535) : (size(self.port) >= 1 && size(self.port) <= 15)",message="port must be 1-65535 or the name of a container port (at most 15 characters)"
+type HTTPGetHook struct {
+	// path is the request path, starting with "/": at most 1024
+	// characters, no query.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=1024
+	// +kubebuilder:validation:Pattern=`^/[^?#]*$`
+	Path string `json:"path"`
+
+	// port is the pod's port: a number (1-65535) or the name of a
+	// container port of the pod.
+	// +required
+	// +kubebuilder:validation:XIntOrString
+	Port intstr.IntOrString `json:"port"`
+}
+
+// HookTimeoutAction says what fedop does when a preDelete hook has not
+// succeeded within its timeout.
+// +kubebuilder:validation:Enum=Halt;Proceed
+type HookTimeoutAction string
+
+const (
+	// HookTimeoutHalt stops the rollout before the deletion and reports it
+	// (Progressing=False, reason HookTimedOut). The pod is not deleted;
+	// changing the spec or pausing calls the step off (and undoes the
+	// hook), releasing the operation (fedop.io/release-operation) tries
+	// again.
+	HookTimeoutHalt HookTimeoutAction = "Halt"
+	// HookTimeoutProceed deletes the pod anyway, and says so in a Warning
+	// Event.
+	HookTimeoutProceed HookTimeoutAction = "Proceed"
+)
+
+// PreDeleteHook is called on a pod before fedop deletes it: the place to
+// move leaders away, put a broker in maintenance, or drain a node of the
+// database.
+type PreDeleteHook struct {
+	// httpGet is the call. It is retried, with exponential backoff, until
+	// it answers 2xx or timeoutSeconds pass; it may be called again after
+	// it answered when the manager dies before recording the answer, so
+	// it must be idempotent.
+	// +required
+	HTTPGet HTTPGetHook `json:"httpGet"`
+
+	// undo is called on the pod when its deletion is called off after
+	// httpGet was called (the step is no longer wanted: the spec changed,
+	// the FederationCluster was paused, the operation was released), before
+	// fedop plans anything else; retried until it answers 2xx or the pod
+	// is gone.
+	// +optional
+	Undo *HTTPGetHook `json:"undo,omitempty"`
+
+	// timeoutSeconds bounds the retries of httpGet, from the first call:
+	// 1 to 86400, default 120.
+	// +optional
+	// +default=120
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=86400
+	TimeoutSeconds int32 `json:"timeoutSeconds,omitempty"`
+
+	// onTimeout is what happens when httpGet has not succeeded within
+	// timeoutSeconds: Halt (the default) or Proceed.
+	// +optional
+	// +default="Halt"
+	OnTimeout HookTimeoutAction `json:"onTimeout,omitempty"`
+}
+
+// HookScope says which pods a postReady gate calls.
+// +kubebuilder:validation:Enum=Pod;Component
+type HookScope string
+
+const (
+	// HookScopePod: after a step, only the replaced or added pod.
+	HookScopePod HookScope = "Pod"
+	// HookScopeComponent: after a step, every pod of the component, in
+	// every member.
+	HookScopeComponent HookScope = "Component"
+)
+
+// PostReadyHook is a component's health gate.
+type PostReadyHook struct {
+	// httpGet is the health call. After a step it is retried, with
+	// exponential backoff, until it answers 2xx or timeoutSeconds pass.
+	// +required
+	HTTPGet HTTPGetHook `json:"httpGet"`
+
+	// scope is Component (the default: every pod of the component must
+	// answer 2xx after each step) or Pod (only the replaced or added pod).
+	// Before a deletion the gate always calls every pod of the component
+	// but the one to be deleted: fedop does not take a replica down from
+	// a system that says it is unhealthy.
+	// +optional
+	// +default="Component"
+	Scope HookScope `json:"scope,omitempty"`
+
+	// timeoutSeconds bounds the wait after a step: past it, fedop halts
+	// and reports it (Progressing=False, reason HookTimedOut), and goes on
+	// once the gate passes. 1 to 86400, default 300.
+	// +optional
+	// +default=300
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=86400
+	TimeoutSeconds int32 `json:"timeoutSeconds,omitempty"`
+}
+
+// UpdateStrategy is how a component's pods move to a new revision.
+type UpdateStrategy struct {
+	// partition: pods with an ordinal below it keep their revision during
+	// an upgrade (a canary: set it to the highest ordinal, watch, lower
+	// it), as for StatefulSets. updatedReplicas and the rollout phase
+	// count what the partition allows. A pod below the partition that must
+	// be created again (deleted, failed) is created at the update
+	// revision: fedop keeps no history of templates. Default 0: every pod
+	// is updated.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	Partition *int32 `json:"partition,omitempty"`
 }
 
 // VolumeClaimTemplate is one per-pod volume of a component.
@@ -334,6 +488,20 @@ type Operation struct {
 	// +kubebuilder:validation:MaxLength=63
 	TargetRevision string `json:"targetRevision,omitempty"`
 
+	// stage is where the step on pod stands, written before each stage
+	// begins, so that a manager that restarts resumes it: Draining (the
+	// preDelete hook is being called), Deleting, WaitingReady (for the
+	// replacement or the new pod), Verifying (the postReady gate), or
+	// Undoing (the step was called off after its preDelete hook; its undo
+	// is being called).
+	// +optional
+	Stage StepStage `json:"stage,omitempty"`
+
+	// stageStartedTime is when stage began: the hooks' timeouts count
+	// from it.
+	// +optional
+	StageStartedTime *metav1.Time `json:"stageStartedTime,omitempty"`
+
 	// holder identifies the manager that last wrote the operation.
 	// +optional
 	// +kubebuilder:validation:MaxLength=253
@@ -343,6 +511,20 @@ type Operation struct {
 	// +required
 	StartedTime metav1.Time `json:"startedTime"`
 }
+
+// StepStage is the stage of the step on status.operation.pod.
+// +kubebuilder:validation:Enum=Draining;Deleting;WaitingReady;Verifying;Undoing
+type StepStage string
+
+// Step stages, in the order a step goes through them (Undoing instead of
+// Deleting when the step is called off).
+const (
+	StageDraining     StepStage = "Draining"
+	StageDeleting     StepStage = "Deleting"
+	StageWaitingReady StepStage = "WaitingReady"
+	StageVerifying    StepStage = "Verifying"
+	StageUndoing      StepStage = "Undoing"
+)
 
 // RolloutPhase is a component's rollout progress, derived from the
 // generation and the revisions as in the StatefulSet pattern.

@@ -24,7 +24,13 @@ func Next(s State) Plan {
 	op := s.Operation.DeepCopy()
 	released := false
 	if op != nil && s.Release {
-		op, released = nil, true
+		if p.undoNeeded(op) {
+			// Nothing is left half-done: the drained pod's undo is called
+			// first; the release is honoured once it answered.
+			p.callOff(op, "the operation was released")
+		} else if op.Stage != v1alpha1.StageUndoing {
+			op, released = nil, true
+		}
 	}
 	var plan Plan
 	if op == nil {
@@ -57,6 +63,8 @@ type planner struct {
 	nextKnown []bool
 	// dropped says why a recorded step was dropped (Plan.Dropped).
 	dropped string
+	// undone is the pod whose called-off step was undone (Plan.Undone).
+	undone *PodRef
 }
 
 func newPlanner(s State) *planner {
@@ -162,8 +170,11 @@ func live(pl *Placement) []*Pod {
 // has some.
 func used(pl *Placement) bool { return pl.Replicas > 0 || len(pl.Pods) > 0 || len(pl.Ordinals) > 0 }
 
+// outdated reports whether pod is to be replaced by an upgrade: it is not
+// at its placement's update revision, and not below the component's
+// partition.
 func outdated(pl *Placement, pod *Pod) bool {
-	return pl.Revision != "" && !pod.Terminating && pod.Revision != pl.Revision
+	return pl.Revision != "" && !pod.Terminating && pod.Revision != pl.Revision && pod.Ordinal >= pl.Partition
 }
 
 // sight says why placement pl cannot be trusted for a disruptive step: it
@@ -533,35 +544,171 @@ func (p *planner) initialize(op *v1alpha1.Operation) Plan {
 // drop drops the step op names without taking it, for why.
 func (p *planner) drop(op *v1alpha1.Operation, why string) {
 	p.dropped = fmt.Sprintf("step on pod %s in %s dropped: %s", op.Pod, op.Member, why)
-	op.Pod, op.PodUID, op.TargetRevision = "", "", ""
+	clearStep(op)
 }
 
-// recheck says why the deletion of pod, recorded in op, may not be taken
-// now, or "". A recorded deletion that has not been seen to happen is
-// taken again only if it passes the checks of a new step: the pod must
-// still be outdated (an upgrade) or surplus (a scale-in), and the health
-// gate must allow it.
-func (p *planner) recheck(op *v1alpha1.Operation, ci, pi int, pod *Pod) (string, time.Duration) {
+// calledOff says why the deletion of pod, recorded in op, is no longer
+// wanted, or "": the pod is no longer outdated (an upgrade) or surplus (a
+// scale-in), it failed (it is replaced as such), or the FederationCluster
+// is paused.
+func (p *planner) calledOff(op *v1alpha1.Operation, ci, pi int, pod *Pod) string {
 	pl := &p.Components[ci].Placements[pi]
 	switch {
 	case op.Type == v1alpha1.OperationUpgrade && !outdated(pl, pod):
-		return fmt.Sprintf("pod %s is no longer outdated", pod.Name), 0
+		return fmt.Sprintf("pod %s is no longer outdated", pod.Name)
 	case op.Type == v1alpha1.OperationScale:
 		if _, surplus := p.split(ci, pi); !slices.Contains(surplus, pod.Ordinal) {
-			return fmt.Sprintf("pod %s is no longer surplus", pod.Name), 0
+			return fmt.Sprintf("pod %s is no longer surplus", pod.Name)
 		}
 	case op.Type == v1alpha1.OperationInitialize:
-		return "initialization deletes nothing", 0
+		return "initialization deletes nothing"
 	}
 	if pod.Failed {
-		return fmt.Sprintf("pod %s failed; it is replaced as such", pod.Name), 0
+		return fmt.Sprintf("pod %s failed; it is replaced as such", pod.Name)
 	}
-	return p.mayDisrupt(pod)
+	if p.Paused {
+		return "paused: no pod is deleted"
+	}
+	return ""
+}
+
+// hooksOf returns the hooks of component name, or none.
+func (p *planner) hooksOf(name string) Hooks {
+	for ci := range p.Components {
+		if p.Components[ci].Name == name {
+			return p.Components[ci].Hooks
+		}
+	}
+	return Hooks{}
+}
+
+// undoNeeded reports whether calling off op's step needs an undo: its
+// preDelete hook may have been called, and the hook names an undo.
+func (p *planner) undoNeeded(op *v1alpha1.Operation) bool {
+	return op.Pod != "" && (op.Stage == v1alpha1.StageDraining || op.Stage == v1alpha1.StageDeleting) && p.hooksOf(op.Component).Undo
+}
+
+// setStage moves op's step to stage, stamping when it began.
+func (p *planner) setStage(op *v1alpha1.Operation, stage v1alpha1.StepStage) {
+	if op.Stage == stage && op.StageStartedTime != nil {
+		return
+	}
+	op.Stage = stage
+	t := metav1.NewTime(p.Now)
+	op.StageStartedTime = &t
+}
+
+// clearStep clears op's step.
+func clearStep(op *v1alpha1.Operation) {
+	op.Pod, op.PodUID, op.TargetRevision, op.Stage, op.StageStartedTime = "", "", "", "", nil
+}
+
+// callOff moves op's drained step to Undoing, for why.
+func (p *planner) callOff(op *v1alpha1.Operation, why string) {
+	p.setStage(op, v1alpha1.StageUndoing)
+	p.dropped = fmt.Sprintf("step on pod %s in %s called off: %s; undoing its preDelete hook", op.Pod, op.Member, why)
+}
+
+// stageFor returns how long op's stage has lasted.
+func (p *planner) stageFor(op *v1alpha1.Operation) time.Duration {
+	if op.StageStartedTime == nil {
+		return 0
+	}
+	return p.Now.Sub(op.StageStartedTime.Time)
+}
+
+// callFailure describes the last failure of the step's hook, for the
+// message: "" when it has not failed.
+func (p *planner) callFailure() string {
+	if p.Calls.Failed == "" {
+		return ""
+	}
+	return fmt.Sprintf(" (attempt %d failed: %s)", p.Calls.Failures, p.Calls.Failed)
+}
+
+// health returns, for pods, whether every one's gate has an answer, and
+// the failures as "pod in member: why", in order.
+func (p *planner) health(pods []PodRef) (answered bool, failing []string) {
+	answered = true
+	for _, r := range pods {
+		why, ok := p.Calls.Health[r.Member+"/"+r.Name]
+		switch {
+		case !ok:
+			answered = false
+		case why != "":
+			failing = append(failing, fmt.Sprintf("pod %s in %s: %s", r.Name, r.Member, why))
+		}
+	}
+	return answered, failing
+}
+
+// gatePods returns the pods of component ci that its postReady gate calls:
+// every live pod in a connected placement but skip (when not nil).
+func (p *planner) gatePods(ci int, skip *Pod) []PodRef {
+	c := &p.Components[ci]
+	var out []PodRef
+	for pi := range c.Placements {
+		pl := &c.Placements[pi]
+		if !pl.Connected {
+			continue
+		}
+		pods := live(pl)
+		slices.SortFunc(pods, func(a, b *Pod) int { return a.Ordinal - b.Ordinal })
+		for _, pod := range pods {
+			if skip == nil || pod.UID != skip.UID {
+				out = append(out, *ref(c.Name, pl.Member, pod))
+			}
+		}
+	}
+	return out
+}
+
+// gate checks component ci's postReady gate before victim is deleted:
+// every other pod of the component must answer 2xx. It returns nil when
+// the deletion may go on, else the plan that waits (or asks for the
+// answers).
+func (p *planner) gate(op *v1alpha1.Operation, ci int, victim *Pod) *Plan {
+	c := &p.Components[ci]
+	if !c.Hooks.PostReady {
+		return nil
+	}
+	pods := p.gatePods(ci, victim)
+	answered, failing := p.health(pods)
+	switch {
+	case !answered:
+		return &Plan{Operation: op, Check: pods, Message: fmt.Sprintf("checking the postReady gate of component %s before deleting pod %s", c.Name, victim.Name)}
+	case len(failing) > 0:
+		return &Plan{Operation: op, Check: pods, Hook: v1alpha1.ReasonHealthCheckFailed,
+			Message: fmt.Sprintf("waiting: the postReady gate of component %s fails (%s); no pod of it is deleted until it passes", c.Name, strings.Join(failing, "; "))}
+	}
+	return nil
+}
+
+// begin starts the step that deletes victim in placement pl of component
+// ci: through its preDelete hook when the component has one (stage
+// Draining: the hook is called once status records the stage), else
+// straight to the deletion. message says what the deletion is for.
+func (p *planner) begin(op *v1alpha1.Operation, ci int, pl *Placement, victim *Pod, target, message string) Plan {
+	c := &p.Components[ci]
+	op.Component, op.Member, op.Pod, op.PodUID, op.TargetRevision = c.Name, pl.Member, victim.Name, victim.UID, target
+	op.Stage = ""
+	if c.Hooks.PreDelete {
+		p.setStage(op, v1alpha1.StageDraining)
+		return Plan{Operation: op, Drain: ref(c.Name, pl.Member, victim), Message: fmt.Sprintf("draining pod %s in %s (preDelete hook) before %s", victim.Name, pl.Member, message)}
+	}
+	p.setStage(op, v1alpha1.StageDeleting)
+	return Plan{Operation: op, Delete: ref(c.Name, pl.Member, victim), Message: message}
 }
 
 // inFlight handles the pod named by op.Pod. It returns a plan while the step
 // is still under way, or nil (with op.Pod cleared and completed set) when
 // the step is done, moot or dropped, and the next one may be chosen.
+//
+// A step goes through stages, recorded in op.Stage before each begins:
+// Draining (the preDelete hook, when the component has one), Deleting,
+// WaitingReady (for the replacement or the new pod), Verifying (the
+// postReady gate, when the component has one); Undoing instead when a
+// step whose preDelete hook may have been called is called off.
 func (p *planner) inFlight(op *v1alpha1.Operation, completed *Plan) *Plan {
 	if op.Pod == "" {
 		return nil
@@ -570,28 +717,37 @@ func (p *planner) inFlight(op *v1alpha1.Operation, completed *Plan) *Plan {
 	ordinal, named := ParseOrdinal(p.Name, op.Component, op.Pod)
 	if ci < 0 || !named {
 		// The topology no longer has this placement: the step is moot.
-		op.Pod, op.PodUID = "", ""
+		clearStep(op)
 		return nil
 	}
 	pl := &p.Components[ci].Placements[pi]
+	hooks := p.Components[ci].Hooks
 	if !pl.Connected {
 		return waiting(op, fmt.Sprintf("member %s is not connected", pl.Member), 0)
 	}
 	pod := findPod(pl, op.Pod)
+	old := pod != nil && op.PodUID != "" && pod.UID == op.PodUID
+	if op.Stage == v1alpha1.StageUndoing {
+		return p.undoing(op, pl, pod, old)
+	}
 	removal := op.Type == v1alpha1.OperationScale && op.PodUID != ""
 	switch {
-	case pod != nil && op.PodUID != "" && pod.UID == op.PodUID:
-		// The old instance is still there: its deletion was acknowledged
-		// but not seen to happen. Take it again only if it would be taken
-		// as a new step, with the same UID precondition.
+	case old:
+		// The old instance is still there: drain it, or delete it (again:
+		// its deletion may have been acknowledged but not seen to
+		// happen), only while the step is still wanted.
 		if pod.Terminating {
 			return waiting(op, fmt.Sprintf("pod %s in %s is terminating", pod.Name, pl.Member), 0)
 		}
-		if why, _ := p.recheck(op, ci, pi, pod); why != "" {
+		if why := p.calledOff(op, ci, pi, pod); why != "" {
+			if p.undoNeeded(op) {
+				p.callOff(op, why)
+				return &Plan{Operation: op, Undo: ref(op.Component, pl.Member, pod), Message: fmt.Sprintf("undoing the preDelete hook of pod %s in %s: its deletion was called off (%s)", pod.Name, pl.Member, why)}
+			}
 			p.drop(op, why)
 			return nil
 		}
-		return &Plan{Operation: op, Delete: ref(op.Component, pl.Member, pod), Message: fmt.Sprintf("deleting pod %s in %s", pod.Name, pl.Member)}
+		return p.deleting(op, pl, pod, hooks)
 	case removal:
 		// Scale-in: the old instance is gone, as a member that answers
 		// says.
@@ -599,15 +755,16 @@ func (p *planner) inFlight(op *v1alpha1.Operation, completed *Plan) *Plan {
 			return waiting(op, fmt.Sprintf("member %s has not answered within the freshness bound: the removal of pod %s is not confirmed", pl.Member, op.Pod), 0)
 		}
 		*completed = Plan{Completed: &PodRef{Component: op.Component, Member: op.Member, Name: op.Pod, Ordinal: ordinal, UID: op.PodUID}, CompletedAt: p.Now}
-		op.Pod, op.PodUID = "", ""
+		clearStep(op)
 		return nil
 	case pod == nil:
 		if !p.keeps(ci, pi, ordinal) {
 			// Scaled back before the pod came: nothing to do.
-			op.Pod, op.PodUID = "", ""
+			clearStep(op)
 			return nil
 		}
 		op.TargetRevision = pl.Revision
+		p.setStage(op, v1alpha1.StageWaitingReady)
 		return &Plan{
 			Operation: op,
 			Create:    []PodRef{{Component: op.Component, Member: pl.Member, Name: op.Pod, Ordinal: ordinal, Revision: pl.Revision}},
@@ -619,6 +776,9 @@ func (p *planner) inFlight(op *v1alpha1.Operation, completed *Plan) *Plan {
 		return waiting(op, fmt.Sprintf("pod %s in %s failed and is being replaced", pod.Name, pl.Member), 0)
 	}
 	// pod is the replacement, or the new pod of a scale-out.
+	if op.Stage != v1alpha1.StageVerifying {
+		p.setStage(op, v1alpha1.StageWaitingReady)
+	}
 	if ok, left := p.available(pod); !ok {
 		if outdated(pl, pod) {
 			// The spec moved on while this pod was not available: it is
@@ -632,9 +792,101 @@ func (p *planner) inFlight(op *v1alpha1.Operation, completed *Plan) *Plan {
 	if !pl.Fresh {
 		return waiting(op, fmt.Sprintf("member %s has not answered within the freshness bound: pod %s is not confirmed available", pl.Member, pod.Name), 0)
 	}
+	if plan := p.verifying(op, ci, pl, pod, hooks); plan != nil {
+		return plan
+	}
 	*completed = Plan{Completed: ref(op.Component, pl.Member, pod), CompletedAt: p.availableSince(pod)}
-	op.Pod, op.PodUID = "", ""
+	clearStep(op)
 	return nil
+}
+
+// deleting handles the old instance of a step that is still wanted: its
+// preDelete hook first (stage Draining), then its deletion (stage
+// Deleting) once the federation allows it. A drained pod waits, drained,
+// for that; a step recorded without a hook whose deletion is not allowed
+// now is dropped and planned again.
+func (p *planner) deleting(op *v1alpha1.Operation, pl *Placement, pod *Pod, hooks Hooks) *Plan {
+	var plan Plan
+	if op.Stage == v1alpha1.StageDraining {
+		switch {
+		case p.Calls.Drained:
+			plan.Message = fmt.Sprintf("pod %s in %s is drained; ", pod.Name, pl.Member)
+		case p.stageFor(op) > hooks.PreDeleteTimeout && hooks.Proceed:
+			plan.Proceeded = true
+			plan.Message = fmt.Sprintf("the preDelete hook of pod %s in %s has not succeeded within %s (onTimeout Proceed)%s; ", pod.Name, pl.Member, hooks.PreDeleteTimeout, p.callFailure())
+		case p.stageFor(op) > hooks.PreDeleteTimeout:
+			return &Plan{Operation: op, Hook: v1alpha1.ReasonHookTimedOut,
+				Message: fmt.Sprintf("halted: the preDelete hook of pod %s in %s has not succeeded within %s%s; the pod is not deleted. Fix it and release the operation (annotation %s), or change the spec to call the step off",
+					pod.Name, pl.Member, hooks.PreDeleteTimeout, p.callFailure(), v1alpha1.AnnotationReleaseOperation)}
+		default:
+			plan := &Plan{Operation: op, Drain: ref(op.Component, pl.Member, pod), Message: fmt.Sprintf("draining pod %s in %s (preDelete hook)%s", pod.Name, pl.Member, p.callFailure())}
+			if p.Calls.Failed != "" {
+				plan.Hook = v1alpha1.ReasonHookFailing
+			}
+			return plan
+		}
+		p.setStage(op, v1alpha1.StageDeleting)
+	}
+	if why, left := p.mayDisrupt(pod); why != "" {
+		if hooks.PreDelete && op.Stage == v1alpha1.StageDeleting {
+			return waiting(op, fmt.Sprintf("%s; pod %s in %s is drained and waits to be deleted", why, pod.Name, pl.Member), left)
+		}
+		p.drop(op, why)
+		return nil
+	}
+	p.setStage(op, v1alpha1.StageDeleting)
+	plan.Operation, plan.Delete = op, ref(op.Component, pl.Member, pod)
+	plan.Message += fmt.Sprintf("deleting pod %s in %s", pod.Name, pl.Member)
+	return &plan
+}
+
+// undoing calls the undo of a called-off step's preDelete hook until it
+// answers 2xx, or until the pod it would undo is gone; then the step is
+// dropped and planned again.
+func (p *planner) undoing(op *v1alpha1.Operation, pl *Placement, pod *Pod, old bool) *Plan {
+	switch {
+	case !old || pod.Terminating:
+		p.drop(op, fmt.Sprintf("called off; pod %s is gone, nothing to undo", op.Pod))
+		return nil
+	case p.Calls.Undone:
+		undone := ref(op.Component, pl.Member, pod)
+		p.drop(op, "called off and undone")
+		p.undone = undone
+		return nil
+	}
+	plan := &Plan{Operation: op, Undo: ref(op.Component, pl.Member, pod),
+		Message: fmt.Sprintf("undoing the preDelete hook of pod %s in %s: its deletion was called off%s", pod.Name, pl.Member, p.callFailure())}
+	if p.Calls.Failed != "" {
+		plan.Hook = v1alpha1.ReasonHookFailing
+	}
+	return plan
+}
+
+// verifying checks the postReady gate after pod, the step's new or
+// replaced pod, became available: pod only (scope Pod) or every pod of its
+// component. It returns nil when the gate passes (or the component has
+// none), else the plan that waits for it.
+func (p *planner) verifying(op *v1alpha1.Operation, ci int, pl *Placement, pod *Pod, hooks Hooks) *Plan {
+	if !hooks.PostReady {
+		return nil
+	}
+	p.setStage(op, v1alpha1.StageVerifying)
+	pods := []PodRef{*ref(op.Component, pl.Member, pod)}
+	if hooks.ComponentScope {
+		pods = p.gatePods(ci, nil)
+	}
+	answered, failing := p.health(pods)
+	switch {
+	case !answered:
+		return &Plan{Operation: op, Check: pods, Message: fmt.Sprintf("verifying pod %s in %s (postReady gate)", pod.Name, pl.Member)}
+	case len(failing) == 0:
+		return nil
+	case p.stageFor(op) > hooks.PostReadyTimeout:
+		return &Plan{Operation: op, Check: pods, Hook: v1alpha1.ReasonHookTimedOut,
+			Message: fmt.Sprintf("halted: the postReady gate after pod %s in %s has not passed within %s (%s); nothing is deleted until it passes", pod.Name, pl.Member, hooks.PostReadyTimeout, strings.Join(failing, "; "))}
+	}
+	return &Plan{Operation: op, Check: pods, Hook: v1alpha1.ReasonHookFailing,
+		Message: fmt.Sprintf("verifying pod %s in %s: the postReady gate fails (%s)", pod.Name, pl.Member, strings.Join(failing, "; "))}
 }
 
 // withCompleted copies the completion facts of done into plan.
@@ -683,6 +935,8 @@ func (p *planner) scale(op *v1alpha1.Operation) Plan {
 			}
 			create := PodRef{Component: c.Name, Member: pl.Member, Name: PodName(p.Name, c.Name, o), Ordinal: o, Revision: pl.Revision}
 			op.Component, op.Member, op.Pod, op.PodUID, op.TargetRevision = c.Name, pl.Member, create.Name, "", pl.Revision
+			op.Stage = ""
+			p.setStage(op, v1alpha1.StageWaitingReady)
 			return withCompleted(Plan{Operation: op, Create: []PodRef{create},
 				Message: fmt.Sprintf("adding pod %s to %s", create.Name, pl.Member)}, done)
 		}
@@ -709,9 +963,10 @@ func (p *planner) scale(op *v1alpha1.Operation) Plan {
 			if why, left := p.mayDisrupt(victim); why != "" {
 				return withCompleted(wait(op, why, left), done)
 			}
-			op.Pod, op.PodUID, op.TargetRevision = victim.Name, victim.UID, ""
-			return withCompleted(Plan{Operation: op, Delete: ref(c.Name, pl.Member, victim),
-				Message: fmt.Sprintf("removing pod %s from %s", victim.Name, pl.Member)}, done)
+			if plan := p.gate(op, ci, victim); plan != nil {
+				return withCompleted(*plan, done)
+			}
+			return withCompleted(p.begin(op, ci, pl, victim, "", fmt.Sprintf("removing pod %s from %s", victim.Name, pl.Member)), done)
 		}
 	}
 	if len(unreachable) > 0 {
@@ -754,9 +1009,10 @@ func (p *planner) upgrade(op *v1alpha1.Operation) Plan {
 		if why, left := p.mayDisrupt(victim); why != "" {
 			return withCompleted(wait(op, why, left), done)
 		}
-		op.Member, op.Pod, op.PodUID, op.TargetRevision = pl.Member, victim.Name, victim.UID, pl.Revision
-		return withCompleted(Plan{Operation: op, Delete: ref(c.Name, pl.Member, victim),
-			Message: fmt.Sprintf("replacing pod %s in %s", victim.Name, pl.Member)}, done)
+		if plan := p.gate(op, ci, victim); plan != nil {
+			return withCompleted(*plan, done)
+		}
+		return withCompleted(p.begin(op, ci, pl, victim, pl.Revision, fmt.Sprintf("replacing pod %s in %s", victim.Name, pl.Member)), done)
 	}
 	if why, left := p.blocker(nil); why != "" {
 		// Nothing outdated is left, but the last step's effects are not all
@@ -941,6 +1197,7 @@ func (p *planner) finish(plan *Plan) {
 		}
 		plan.Message = fmt.Sprintf("replacing failed pod %s; %s", strings.Join(names, ", "), plan.Message)
 	}
+	plan.Undone = p.undone
 	if p.dropped != "" {
 		plan.Dropped = p.dropped
 		plan.Message = p.dropped + "; " + plan.Message

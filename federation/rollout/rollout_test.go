@@ -48,6 +48,12 @@ func TestNext(t *testing.T) {
 			} else if assert.NotNil(t, plan.Operation, "the mutex must be held") {
 				got := *plan.Operation
 				got.StartedTime, got.Holder = metav1.Time{}, ""
+				if in := tc.State.Operation; in != nil && in.Pod == got.Pod && in.Stage == got.Stage && in.StageStartedTime != nil {
+					assert.Equal(t, in.StageStartedTime, got.StageStartedTime, "a stage keeps its start")
+				} else if got.Stage != "" && assert.NotNil(t, got.StageStartedTime, "a stage has a start") {
+					assert.Equal(t, tc.State.Now, got.StageStartedTime.Time, "a stage entered now starts now")
+				}
+				got.StageStartedTime = nil
 				want := *tc.WantOp
 				if want.TargetRevision == "" && tc.WantDelete == "" && len(tc.WantCreate) == 0 {
 					got.TargetRevision = ""
@@ -75,6 +81,15 @@ func TestNext(t *testing.T) {
 			}
 			assert.Equal(t, tc.WantExpand, expand, "claims to grow")
 			assert.Equal(t, tc.WantUnexpandable, plan.Unexpandable, "claims that cannot grow")
+			assert.Equal(t, tc.WantDrain, refName(plan.Drain), "preDelete hook to call")
+			assert.Equal(t, tc.WantUndo, refName(plan.Undo), "undo to call")
+			assert.Equal(t, tc.WantCheck, rollouttest.Names(plan.Check), "postReady gates the plan depends on")
+			assert.Equal(t, tc.WantHook, plan.Hook, "hook report")
+			assert.Equal(t, tc.WantProceeded, plan.Proceeded, "proceeded past a timed-out hook")
+			assert.Equal(t, tc.WantUndone, refName(plan.Undone), "undone")
+			if plan.Drain != nil || plan.Undo != nil {
+				assert.Nil(t, plan.Delete, "a hook call and a deletion never share a plan")
+			}
 			assertOrdinalsUnique(t, plan)
 		})
 	}
@@ -155,4 +170,12 @@ func TestOrdinalsFormat(t *testing.T) {
 		_, err := rollout.ParseOrdinals(bad)
 		assert.Error(t, err, "%q", bad)
 	}
+}
+
+// refName returns r as member/name, or "".
+func refName(r *rollout.PodRef) string {
+	if r == nil {
+		return ""
+	}
+	return r.Member + "/" + r.Name
 }

@@ -75,6 +75,9 @@ type Placement struct {
 	Retained []int
 	// Pods are the component's pods observed in the member, any order.
 	Pods []Pod
+	// Partition is the component's updateStrategy.partition: a pod with a
+	// lower ordinal is not outdated, whatever its revision.
+	Partition int
 }
 
 // Component is one component with its placements in topology order.
@@ -85,6 +88,43 @@ type Component struct {
 	// status. New pods take ordinals from it up, so an ordinal that a
 	// member out of sight may still hold is never handed out again.
 	NextOrdinal int
+	// Hooks are the component's lifecycle hooks.
+	Hooks Hooks
+}
+
+// Hooks are what the planner needs to know of a component's lifecycle
+// hooks (spec.components[].lifecycle).
+type Hooks struct {
+	// PreDelete is true when a preDelete hook is called before each
+	// deletion; Undo when it names an undo call.
+	PreDelete, Undo bool
+	// PreDeleteTimeout bounds the preDelete hook's retries; Proceed is
+	// true when the pod is deleted anyway past it (onTimeout Proceed).
+	PreDeleteTimeout time.Duration
+	Proceed          bool
+	// PostReady is true when the component has a postReady gate;
+	// ComponentScope when each step is verified on every pod of the
+	// component rather than its own pod only.
+	PostReady, ComponentScope bool
+	// PostReadyTimeout bounds the wait for the gate after a step.
+	PostReadyTimeout time.Duration
+}
+
+// Calls are the answers of the hook calls made for this observation. The
+// planner asks for them (Plan.Check, Plan.Drain, Plan.Undo); the caller
+// makes them, only for a stage status.operation already records, and
+// calls Next again with their answers.
+type Calls struct {
+	// Health maps the pods whose postReady gate was called, as
+	// "member/pod", to "" (it answered 2xx) or why it failed.
+	Health map[string]string
+	// Drained is true when the step's preDelete hook answered 2xx, Undone
+	// when its undo did.
+	Drained, Undone bool
+	// Failed says why the step's preDelete hook or undo failed this time,
+	// and Failures how many times in a row it has.
+	Failed   string
+	Failures int
 }
 
 // State is everything the planner decides from.
@@ -113,6 +153,8 @@ type State struct {
 	Release bool
 	// Now is the time of the observation.
 	Now time.Time
+	// Calls are the answers of this observation's hook calls.
+	Calls Calls
 }
 
 // PodRef names a pod to act on.
@@ -192,6 +234,25 @@ type Plan struct {
 	// progress deadline, if any; StuckFor says for how long.
 	Stuck    *PodRef
 	StuckFor time.Duration
+	// Check lists the pods whose postReady gate this plan depends on. When
+	// one of them has no answer in State.Calls.Health, the plan only
+	// waits: call the gates and plan again with their answers.
+	Check []PodRef
+	// Drain is the pod whose preDelete hook is to be called (the step's,
+	// in stage Draining); Undo the pod whose undo is (stage Undoing). A
+	// hook is called only once status.operation records its stage: when
+	// the plan enters the stage, call it after the status write, in the
+	// next reconcile.
+	Drain, Undo *PodRef
+	// Hook reports on the hooks: empty, or a condition reason
+	// (HookFailing, HookTimedOut, HealthCheckFailed) for what the message
+	// says.
+	Hook string
+	// Proceeded is true when a preDelete hook timed out with onTimeout
+	// Proceed: the pod is deleted anyway.
+	Proceeded bool
+	// Undone is the pod whose called-off step was undone in this plan.
+	Undone *PodRef
 }
 
 // PodName returns the name of ordinal's pod of component in the

@@ -3,6 +3,8 @@ package rollouttest
 import (
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	"github.com/fedop-io/fedop/api/v1alpha1"
 	"github.com/fedop-io/fedop/federation/rollout"
 )
@@ -32,6 +34,17 @@ type Case struct {
 	WantExpand []string
 	// WantUnexpandable lists the claims that cannot grow.
 	WantUnexpandable []string
+	// WantDrain and WantUndo are the pods whose preDelete hook or undo is
+	// to be called, as member/pod; WantCheck the pods whose postReady gate
+	// the plan depends on.
+	WantDrain, WantUndo string
+	WantCheck           []string
+	// WantHook is the plan's hook report (a condition reason).
+	WantHook string
+	// WantProceeded: a timed-out preDelete hook is passed over.
+	WantProceeded bool
+	// WantUndone is the pod whose called-off step was undone.
+	WantUndone string
 }
 
 func notReady(ps []rollout.Pod, i int) []rollout.Pod { ps[i].Ready = false; return ps }
@@ -81,6 +94,46 @@ func disconnected(pl rollout.Placement) rollout.Placement {
 		pl.Ordinals = append(pl.Ordinals, pod.Ordinal)
 	}
 	pl.Connected, pl.Fresh, pl.Pods = false, false, nil
+	return pl
+}
+
+// hooked is c with hooks h.
+func hooked(c rollout.Component, h rollout.Hooks) rollout.Component { c.Hooks = h; return c }
+
+// drainHooks: a preDelete hook with an undo, 2 minutes, Halt.
+var drainHooks = rollout.Hooks{PreDelete: true, Undo: true, PreDeleteTimeout: 2 * time.Minute}
+
+// gateHooks: a postReady gate of scope Pod, 5 minutes.
+var gateHooks = rollout.Hooks{PostReady: true, PostReadyTimeout: 5 * time.Minute}
+
+// staged is op in stage since d before T0.
+func staged(op *v1alpha1.Operation, stage v1alpha1.StepStage, d time.Duration) *v1alpha1.Operation {
+	t := metav1.NewTime(T0.Add(-d))
+	op.Stage, op.StageStartedTime = stage, &t
+	return op
+}
+
+// calling is s with the hook answers c.
+func calling(s rollout.State, c rollout.Calls) rollout.State { s.Calls = c; return s }
+
+// paused is s with the FederationCluster paused.
+func paused(s rollout.State) rollout.State { s.Paused = true; return s }
+
+// released is s with a release of its operation asked for.
+func released(s rollout.State) rollout.State { s.Release = true; return s }
+
+// healthy answers the gate of every pod in keys with why ("" passes).
+func healthy(why string, keys ...string) map[string]string {
+	out := map[string]string{}
+	for _, k := range keys {
+		out[k] = why
+	}
+	return out
+}
+
+// partitioned is pl with the component's partition.
+func partitioned(pl rollout.Placement, partition int) rollout.Placement {
+	pl.Partition = partition
 	return pl
 }
 
@@ -135,28 +188,28 @@ func Cases() []Case {
 			Name: "upgrade starts with the first member's highest outdated ordinal",
 			State: State(nil, rollout.Component{Name: "pd", Placements: []rollout.Placement{
 				Placement("a", 2, "r2", Pods("pd", "r1", 0, 1)...), Placement("b", 1, "r2", Pods("pd", "r1", 2)...)}}),
-			WantOp:     &v1alpha1.Operation{Type: v1alpha1.OperationUpgrade, Component: "pd", Member: "a", Pod: "demo-pd-1", PodUID: "demo-pd-1@r1", TargetRevision: "r2"},
+			WantOp:     &v1alpha1.Operation{Type: v1alpha1.OperationUpgrade, Component: "pd", Member: "a", Pod: "demo-pd-1", PodUID: "demo-pd-1@r1", TargetRevision: "r2", Stage: v1alpha1.StageDeleting},
 			WantDelete: "a/demo-pd-1",
 		},
 		{
 			Name: "after a step in a, the next goes to b",
 			State: State(Op(v1alpha1.OperationUpgrade, "pd", "a", "", ""), rollout.Component{Name: "pd", Placements: []rollout.Placement{
 				Placement("a", 2, "r2", append(Pods("pd", "r1", 0), Pods("pd", "r2", 1)...)...), Placement("b", 1, "r2", Pods("pd", "r1", 2)...)}}),
-			WantOp:     &v1alpha1.Operation{Type: v1alpha1.OperationUpgrade, Component: "pd", Member: "b", Pod: "demo-pd-2", PodUID: "demo-pd-2@r1", TargetRevision: "r2"},
+			WantOp:     &v1alpha1.Operation{Type: v1alpha1.OperationUpgrade, Component: "pd", Member: "b", Pod: "demo-pd-2", PodUID: "demo-pd-2@r1", TargetRevision: "r2", Stage: v1alpha1.StageDeleting},
 			WantDelete: "b/demo-pd-2",
 		},
 		{
 			Name: "turns wrap around to the first member",
 			State: State(Op(v1alpha1.OperationUpgrade, "pd", "b", "", ""), rollout.Component{Name: "pd", Placements: []rollout.Placement{
 				Placement("a", 2, "r2", append(Pods("pd", "r1", 0), Pods("pd", "r2", 1)...)...), Placement("b", 1, "r2", Pods("pd", "r2", 2)...)}}),
-			WantOp:     &v1alpha1.Operation{Type: v1alpha1.OperationUpgrade, Component: "pd", Member: "a", Pod: "demo-pd-0", PodUID: "demo-pd-0@r1", TargetRevision: "r2"},
+			WantOp:     &v1alpha1.Operation{Type: v1alpha1.OperationUpgrade, Component: "pd", Member: "a", Pod: "demo-pd-0", PodUID: "demo-pd-0@r1", TargetRevision: "r2", Stage: v1alpha1.StageDeleting},
 			WantDelete: "a/demo-pd-0",
 		},
 		{
 			Name: "a member with nothing outdated is skipped",
 			State: State(Op(v1alpha1.OperationUpgrade, "pd", "a", "", ""), rollout.Component{Name: "pd", Placements: []rollout.Placement{
 				Placement("a", 2, "r2", Pods("pd", "r1", 0, 1)...), Placement("b", 1, "r2", Pods("pd", "r2", 2)...)}}),
-			WantOp:     &v1alpha1.Operation{Type: v1alpha1.OperationUpgrade, Component: "pd", Member: "a", Pod: "demo-pd-1", PodUID: "demo-pd-1@r1", TargetRevision: "r2"},
+			WantOp:     &v1alpha1.Operation{Type: v1alpha1.OperationUpgrade, Component: "pd", Member: "a", Pod: "demo-pd-1", PodUID: "demo-pd-1@r1", TargetRevision: "r2", Stage: v1alpha1.StageDeleting},
 			WantDelete: "a/demo-pd-1",
 		},
 		{
@@ -164,7 +217,7 @@ func Cases() []Case {
 			State: State(nil,
 				rollout.Component{Name: "pd", Placements: []rollout.Placement{Placement("a", 1, "r2", Pods("pd", "r1", 0)...)}},
 				rollout.Component{Name: "tikv", Placements: []rollout.Placement{Placement("a", 1, "t2", Pods("tikv", "t1", 0)...)}}),
-			WantOp:     &v1alpha1.Operation{Type: v1alpha1.OperationUpgrade, Component: "pd", Member: "a", Pod: "demo-pd-0", PodUID: "demo-pd-0@r1", TargetRevision: "r2"},
+			WantOp:     &v1alpha1.Operation{Type: v1alpha1.OperationUpgrade, Component: "pd", Member: "a", Pod: "demo-pd-0", PodUID: "demo-pd-0@r1", TargetRevision: "r2", Stage: v1alpha1.StageDeleting},
 			WantDelete: "a/demo-pd-0",
 		},
 		{
@@ -172,14 +225,14 @@ func Cases() []Case {
 			State: State(Op(v1alpha1.OperationUpgrade, "pd", "a", "", ""),
 				rollout.Component{Name: "pd", Placements: []rollout.Placement{Placement("a", 1, "r2", Pods("pd", "r2", 0)...)}},
 				rollout.Component{Name: "tikv", Placements: []rollout.Placement{Placement("a", 1, "t2", Pods("tikv", "t1", 0)...), Placement("b", 1, "t2", Pods("tikv", "t1", 1)...)}}),
-			WantOp:     &v1alpha1.Operation{Type: v1alpha1.OperationUpgrade, Component: "tikv", Member: "a", Pod: "demo-tikv-0", PodUID: "demo-tikv-0@t1", TargetRevision: "t2"},
+			WantOp:     &v1alpha1.Operation{Type: v1alpha1.OperationUpgrade, Component: "tikv", Member: "a", Pod: "demo-tikv-0", PodUID: "demo-tikv-0@t1", TargetRevision: "t2", Stage: v1alpha1.StageDeleting},
 			WantDelete: "a/demo-tikv-0",
 		},
 		{
 			Name: "acknowledged deletion not yet observed is repeated with the same UID",
 			State: State(Op(v1alpha1.OperationUpgrade, "pd", "a", "demo-pd-1", "demo-pd-1@r1"), rollout.Component{Name: "pd", Placements: []rollout.Placement{
 				Placement("a", 2, "r2", Pods("pd", "r1", 0, 1)...)}}),
-			WantOp:     &v1alpha1.Operation{Type: v1alpha1.OperationUpgrade, Component: "pd", Member: "a", Pod: "demo-pd-1", PodUID: "demo-pd-1@r1"},
+			WantOp:     &v1alpha1.Operation{Type: v1alpha1.OperationUpgrade, Component: "pd", Member: "a", Pod: "demo-pd-1", PodUID: "demo-pd-1@r1", Stage: v1alpha1.StageDeleting},
 			WantDelete: "a/demo-pd-1",
 		},
 		{
@@ -193,28 +246,28 @@ func Cases() []Case {
 			Name: "the old instance gone: recreate it with the same name at the update revision",
 			State: State(Op(v1alpha1.OperationUpgrade, "pd", "a", "demo-pd-1", "demo-pd-1@r1"), rollout.Component{Name: "pd", Placements: []rollout.Placement{
 				Holding(Placement("a", 2, "r2", Pods("pd", "r1", 0)...), 0, 1)}}),
-			WantOp:     &v1alpha1.Operation{Type: v1alpha1.OperationUpgrade, Component: "pd", Member: "a", Pod: "demo-pd-1", PodUID: "demo-pd-1@r1", TargetRevision: "r2"},
+			WantOp:     &v1alpha1.Operation{Type: v1alpha1.OperationUpgrade, Component: "pd", Member: "a", Pod: "demo-pd-1", PodUID: "demo-pd-1@r1", TargetRevision: "r2", Stage: v1alpha1.StageWaitingReady},
 			WantCreate: []string{"a/demo-pd-1"},
 		},
 		{
 			Name: "recreated even where a lower ordinal is free: a pod keeps its name",
 			State: State(Op(v1alpha1.OperationUpgrade, "pd", "b", "demo-pd-2", "demo-pd-2@r1"), rollout.Component{Name: "pd", Placements: []rollout.Placement{
 				Placement("a", 1, "r2", Pods("pd", "r1", 0)...), Holding(Placement("b", 1, "r2"), 2)}}),
-			WantOp:     &v1alpha1.Operation{Type: v1alpha1.OperationUpgrade, Component: "pd", Member: "b", Pod: "demo-pd-2", PodUID: "demo-pd-2@r1", TargetRevision: "r2"},
+			WantOp:     &v1alpha1.Operation{Type: v1alpha1.OperationUpgrade, Component: "pd", Member: "b", Pod: "demo-pd-2", PodUID: "demo-pd-2@r1", TargetRevision: "r2", Stage: v1alpha1.StageWaitingReady},
 			WantCreate: []string{"b/demo-pd-2"},
 		},
 		{
 			Name: "the replacement not Ready yet: wait for it",
 			State: State(Op(v1alpha1.OperationUpgrade, "pd", "a", "demo-pd-1", "demo-pd-1@r1"), rollout.Component{Name: "pd", Placements: []rollout.Placement{
 				Placement("a", 2, "r2", append(Pods("pd", "r1", 0), notReady(Pods("pd", "r2", 1), 0)...)...)}}),
-			WantOp:      &v1alpha1.Operation{Type: v1alpha1.OperationUpgrade, Component: "pd", Member: "a", Pod: "demo-pd-1", PodUID: "demo-pd-1@r1"},
+			WantOp:      &v1alpha1.Operation{Type: v1alpha1.OperationUpgrade, Component: "pd", Member: "a", Pod: "demo-pd-1", PodUID: "demo-pd-1@r1", Stage: v1alpha1.StageWaitingReady},
 			WantMessage: "demo-pd-1 in a to become available",
 		},
 		{
 			Name: "the replacement available: the step completes and the next one starts",
 			State: State(Op(v1alpha1.OperationUpgrade, "pd", "a", "demo-pd-1", "demo-pd-1@r1"), rollout.Component{Name: "pd", Placements: []rollout.Placement{
 				Placement("a", 2, "r2", append(Pods("pd", "r1", 0), Pods("pd", "r2", 1)...)...), Placement("b", 1, "r2", Pods("pd", "r1", 2)...)}}),
-			WantOp:     &v1alpha1.Operation{Type: v1alpha1.OperationUpgrade, Component: "pd", Member: "b", Pod: "demo-pd-2", PodUID: "demo-pd-2@r1", TargetRevision: "r2"},
+			WantOp:     &v1alpha1.Operation{Type: v1alpha1.OperationUpgrade, Component: "pd", Member: "b", Pod: "demo-pd-2", PodUID: "demo-pd-2@r1", TargetRevision: "r2", Stage: v1alpha1.StageDeleting},
 			WantDelete: "b/demo-pd-2",
 		},
 		{
@@ -242,7 +295,7 @@ func Cases() []Case {
 			Name: "an outdated pod that is already unavailable is replaced first",
 			State: State(nil, rollout.Component{Name: "pd", Placements: []rollout.Placement{
 				Placement("a", 2, "r2", Pods("pd", "r1", 0, 1)...), Placement("b", 1, "r2", notReady(Pods("pd", "r1", 2), 0)...)}}),
-			WantOp:     &v1alpha1.Operation{Type: v1alpha1.OperationUpgrade, Component: "pd", Member: "b", Pod: "demo-pd-2", PodUID: "demo-pd-2@r1", TargetRevision: "r2"},
+			WantOp:     &v1alpha1.Operation{Type: v1alpha1.OperationUpgrade, Component: "pd", Member: "b", Pod: "demo-pd-2", PodUID: "demo-pd-2@r1", TargetRevision: "r2", Stage: v1alpha1.StageDeleting},
 			WantDelete: "b/demo-pd-2",
 		},
 		{
@@ -254,7 +307,7 @@ func Cases() []Case {
 				s.Components[0].Placements[0].Pods[0].ReadySince = T0.Add(-4 * time.Second)
 				return s
 			}(),
-			WantOp:      &v1alpha1.Operation{Type: v1alpha1.OperationUpgrade, Component: "pd", Member: "a", Pod: "demo-pd-0", PodUID: "demo-pd-0@r1"},
+			WantOp:      &v1alpha1.Operation{Type: v1alpha1.OperationUpgrade, Component: "pd", Member: "a", Pod: "demo-pd-0", PodUID: "demo-pd-0@r1", Stage: v1alpha1.StageWaitingReady},
 			WantMessage: "demo-pd-0 in a to become available",
 			WantAfter:   6 * time.Second,
 		},
@@ -275,7 +328,7 @@ func Cases() []Case {
 				s.Paused = true
 				return s
 			}(),
-			WantOp:     &v1alpha1.Operation{Type: v1alpha1.OperationUpgrade, Component: "pd", Member: "a", Pod: "demo-pd-1", PodUID: "demo-pd-1@r1", TargetRevision: "r2"},
+			WantOp:     &v1alpha1.Operation{Type: v1alpha1.OperationUpgrade, Component: "pd", Member: "a", Pod: "demo-pd-1", PodUID: "demo-pd-1@r1", TargetRevision: "r2", Stage: v1alpha1.StageWaitingReady},
 			WantCreate: []string{"a/demo-pd-1"},
 		},
 		{
@@ -292,21 +345,21 @@ func Cases() []Case {
 			Name: "scale-out takes a new ordinal, one pod at a time",
 			State: State(nil, rollout.Component{Name: "pd", NextOrdinal: 5, Placements: []rollout.Placement{
 				Placement("a", 2, "r1", Pods("pd", "r1", 0, 3)...), Placement("b", 3, "r1", Pods("pd", "r1", 4)...)}}),
-			WantOp:     &v1alpha1.Operation{Type: v1alpha1.OperationScale, Component: "pd", Member: "b", Pod: "demo-pd-5", TargetRevision: "r1"},
+			WantOp:     &v1alpha1.Operation{Type: v1alpha1.OperationScale, Component: "pd", Member: "b", Pod: "demo-pd-5", TargetRevision: "r1", Stage: v1alpha1.StageWaitingReady},
 			WantCreate: []string{"b/demo-pd-5"},
 		},
 		{
 			Name: "scale-out waits for the new pod to be available",
 			State: State(Op(v1alpha1.OperationScale, "pd", "b", "demo-pd-1", ""), rollout.Component{Name: "pd", Placements: []rollout.Placement{
 				Placement("a", 1, "r1", Pods("pd", "r1", 0)...), Placement("b", 3, "r1", notReady(Pods("pd", "r1", 1), 0)...)}}),
-			WantOp:      &v1alpha1.Operation{Type: v1alpha1.OperationScale, Component: "pd", Member: "b", Pod: "demo-pd-1"},
+			WantOp:      &v1alpha1.Operation{Type: v1alpha1.OperationScale, Component: "pd", Member: "b", Pod: "demo-pd-1", Stage: v1alpha1.StageWaitingReady},
 			WantMessage: "demo-pd-1 in b to become available",
 		},
 		{
 			Name: "scale-in removes the highest ordinal of the placement",
 			State: State(nil, rollout.Component{Name: "pd", Placements: []rollout.Placement{
 				Placement("a", 1, "r1", Pods("pd", "r1", 0, 1, 4)...), Placement("b", 1, "r1", Pods("pd", "r1", 2)...)}}),
-			WantOp:     &v1alpha1.Operation{Type: v1alpha1.OperationScale, Component: "pd", Member: "a", Pod: "demo-pd-4", PodUID: "demo-pd-4@r1"},
+			WantOp:     &v1alpha1.Operation{Type: v1alpha1.OperationScale, Component: "pd", Member: "a", Pod: "demo-pd-4", PodUID: "demo-pd-4@r1", Stage: v1alpha1.StageDeleting},
 			WantDelete: "a/demo-pd-4",
 		},
 		{
@@ -320,14 +373,14 @@ func Cases() []Case {
 			Name: "scale-in after the removed pod is gone",
 			State: State(Op(v1alpha1.OperationScale, "pd", "a", "demo-pd-4", "demo-pd-4@r1"), rollout.Component{Name: "pd", Placements: []rollout.Placement{
 				Placement("a", 1, "r1", Pods("pd", "r1", 0, 1)...)}}),
-			WantOp:     &v1alpha1.Operation{Type: v1alpha1.OperationScale, Component: "pd", Member: "a", Pod: "demo-pd-1", PodUID: "demo-pd-1@r1"},
+			WantOp:     &v1alpha1.Operation{Type: v1alpha1.OperationScale, Component: "pd", Member: "a", Pod: "demo-pd-1", PodUID: "demo-pd-1@r1", Stage: v1alpha1.StageDeleting},
 			WantDelete: "a/demo-pd-1",
 		},
 		{
 			Name: "a member removed from the topology is drained through scale-in",
 			State: State(nil, rollout.Component{Name: "pd", Placements: []rollout.Placement{
 				Placement("a", 1, "r1", Pods("pd", "r1", 0)...), Placement("old", 0, "", Pods("pd", "r0", 1)...)}}),
-			WantOp:     &v1alpha1.Operation{Type: v1alpha1.OperationScale, Component: "pd", Member: "old", Pod: "demo-pd-1", PodUID: "demo-pd-1@r0"},
+			WantOp:     &v1alpha1.Operation{Type: v1alpha1.OperationScale, Component: "pd", Member: "old", Pod: "demo-pd-1", PodUID: "demo-pd-1@r0", Stage: v1alpha1.StageDeleting},
 			WantDelete: "old/demo-pd-1",
 		},
 		{
@@ -341,7 +394,7 @@ func Cases() []Case {
 			Name: "a template change waits for a running scale: the new pod is created at the update revision",
 			State: State(Op(v1alpha1.OperationScale, "pd", "", "", ""), rollout.Component{Name: "pd", Placements: []rollout.Placement{
 				Placement("a", 2, "r2", Pods("pd", "r1", 0)...)}}),
-			WantOp:     &v1alpha1.Operation{Type: v1alpha1.OperationScale, Component: "pd", Member: "a", Pod: "demo-pd-1", TargetRevision: "r2"},
+			WantOp:     &v1alpha1.Operation{Type: v1alpha1.OperationScale, Component: "pd", Member: "a", Pod: "demo-pd-1", TargetRevision: "r2", Stage: v1alpha1.StageWaitingReady},
 			WantCreate: []string{"a/demo-pd-1"},
 		},
 		{
@@ -364,7 +417,7 @@ func Cases() []Case {
 				rollout.Component{Name: "beta", Placements: []rollout.Placement{
 					Placement("b", 1, "B2", Pods("beta", "B1", 0)...),
 					Placement("a", 2, "B2", append(Pods("beta", "B1", 2), Pods("beta", "B2", 3)...)...)}}),
-			WantOp:     &v1alpha1.Operation{Type: v1alpha1.OperationUpgrade, Component: "alpha", Member: "a", Pod: "demo-alpha-1", PodUID: "demo-alpha-1@A1", TargetRevision: "A2"},
+			WantOp:     &v1alpha1.Operation{Type: v1alpha1.OperationUpgrade, Component: "alpha", Member: "a", Pod: "demo-alpha-1", PodUID: "demo-alpha-1@A1", TargetRevision: "A2", Stage: v1alpha1.StageDeleting},
 			WantDelete: "a/demo-alpha-1",
 		},
 		{
@@ -378,7 +431,7 @@ func Cases() []Case {
 			State: State(Op(v1alpha1.OperationUpgrade, "pd", "a", "demo-pd-0", "demo-pd-0@r1"),
 				rollout.Component{Name: "pd", Placements: []rollout.Placement{
 					Placement("a", 1, "r2", Pods("pd", "r2", 0)...), Placement("b", 1, "r2", Pods("pd", "r2", 1, 2)...)}}),
-			WantOp:     &v1alpha1.Operation{Type: v1alpha1.OperationScale, Component: "pd", Member: "b", Pod: "demo-pd-2", PodUID: "demo-pd-2@r2"},
+			WantOp:     &v1alpha1.Operation{Type: v1alpha1.OperationScale, Component: "pd", Member: "b", Pod: "demo-pd-2", PodUID: "demo-pd-2@r2", Stage: v1alpha1.StageDeleting},
 			WantDelete: "b/demo-pd-2",
 		},
 		// --- Safe steps, defect 1: a recorded deletion is taken again only
@@ -389,7 +442,7 @@ func Cases() []Case {
 				Placement("a", 2, "r2", Pods("pd", "r1", 0, 1)...), Placement("b", 1, "r2", notReady(Pods("pd", "r1", 2), 0)...)}}),
 			// Dropped, it is planned again: the pod that is down already
 			// is replaced first, which costs no availability.
-			WantOp:      &v1alpha1.Operation{Type: v1alpha1.OperationUpgrade, Component: "pd", Member: "b", Pod: "demo-pd-2", PodUID: "demo-pd-2@r1", TargetRevision: "r2"},
+			WantOp:      &v1alpha1.Operation{Type: v1alpha1.OperationUpgrade, Component: "pd", Member: "b", Pod: "demo-pd-2", PodUID: "demo-pd-2@r1", TargetRevision: "r2", Stage: v1alpha1.StageDeleting},
 			WantDelete:  "b/demo-pd-2",
 			WantMessage: "step on pod demo-pd-1 in a dropped: pod demo-pd-2 in b is not Ready",
 		},
@@ -443,7 +496,7 @@ func Cases() []Case {
 			Name: "stale member: a replacement Ready in a member that went silent is not counted done",
 			State: State(Op(v1alpha1.OperationUpgrade, "pd", "a", "demo-pd-1", "demo-pd-1@r1"), rollout.Component{Name: "pd", Placements: []rollout.Placement{
 				stale(Placement("a", 2, "r2", append(Pods("pd", "r1", 0), Pods("pd", "r2", 1)...)...)), Placement("b", 1, "r2", Pods("pd", "r1", 2)...)}}),
-			WantOp:      &v1alpha1.Operation{Type: v1alpha1.OperationUpgrade, Component: "pd", Member: "a", Pod: "demo-pd-1", PodUID: "demo-pd-1@r1"},
+			WantOp:      &v1alpha1.Operation{Type: v1alpha1.OperationUpgrade, Component: "pd", Member: "a", Pod: "demo-pd-1", PodUID: "demo-pd-1@r1", Stage: v1alpha1.StageWaitingReady},
 			WantMessage: "pod demo-pd-1 is not confirmed available",
 		},
 		// --- Defect 3: a pod deleted or evicted by someone else comes back
@@ -468,7 +521,7 @@ func Cases() []Case {
 			Name: "ordinals: a scale-out while a member is partitioned does not reuse its ordinals",
 			State: State(nil, rollout.Component{Name: "pd", NextOrdinal: 3, Placements: []rollout.Placement{
 				Placement("a", 2, "r1", Pods("pd", "r1", 0)...), disconnected(Placement("b", 2, "r1", Pods("pd", "r1", 1, 2)...))}}),
-			WantOp:     &v1alpha1.Operation{Type: v1alpha1.OperationScale, Component: "pd", Member: "a", Pod: "demo-pd-3", TargetRevision: "r1"},
+			WantOp:     &v1alpha1.Operation{Type: v1alpha1.OperationScale, Component: "pd", Member: "a", Pod: "demo-pd-3", TargetRevision: "r1", Stage: v1alpha1.StageWaitingReady},
 			WantCreate: []string{"a/demo-pd-3"},
 		},
 		{
@@ -493,7 +546,7 @@ func Cases() []Case {
 			Name: "ordinals: past the largest ordinal, the lowest one nobody holds is taken while everything is in sight",
 			State: State(nil, rollout.Component{Name: "pd", NextOrdinal: rollout.MaxOrdinal + 1, Placements: []rollout.Placement{
 				Placement("a", 2, "r1", Pods("pd", "r1", 0)...), Placement("b", 2, "r1", Pods("pd", "r1", 1, 3)...)}}),
-			WantOp:     &v1alpha1.Operation{Type: v1alpha1.OperationScale, Component: "pd", Member: "a", Pod: "demo-pd-2", TargetRevision: "r1"},
+			WantOp:     &v1alpha1.Operation{Type: v1alpha1.OperationScale, Component: "pd", Member: "a", Pod: "demo-pd-2", TargetRevision: "r1", Stage: v1alpha1.StageWaitingReady},
 			WantCreate: []string{"a/demo-pd-2"},
 		},
 		{
@@ -515,7 +568,7 @@ func Cases() []Case {
 			Name: "failed pod: replaced while an upgrade step is in flight, which still waits",
 			State: State(Op(v1alpha1.OperationUpgrade, "pd", "a", "demo-pd-1", "demo-pd-1@r1"), rollout.Component{Name: "pd", Placements: []rollout.Placement{
 				Placement("a", 2, "r2", append(notReady(Pods("pd", "r2", 1), 0), Pods("pd", "r1", 0)...)...), Placement("b", 1, "r2", failed(Pods("pd", "r1", 2), 0)...)}}),
-			WantOp:      &v1alpha1.Operation{Type: v1alpha1.OperationUpgrade, Component: "pd", Member: "a", Pod: "demo-pd-1", PodUID: "demo-pd-1@r1"},
+			WantOp:      &v1alpha1.Operation{Type: v1alpha1.OperationUpgrade, Component: "pd", Member: "a", Pod: "demo-pd-1", PodUID: "demo-pd-1@r1", Stage: v1alpha1.StageWaitingReady},
 			WantReplace: []string{"b/demo-pd-2"},
 			WantMessage: "demo-pd-1 in a to become available",
 		},
@@ -553,7 +606,7 @@ func Cases() []Case {
 				s.ProgressDeadline = 10 * time.Minute
 				return s
 			}(),
-			WantOp:      &v1alpha1.Operation{Type: v1alpha1.OperationUpgrade, Component: "pd", Member: "a", Pod: "demo-pd-1", PodUID: "demo-pd-1@r1"},
+			WantOp:      &v1alpha1.Operation{Type: v1alpha1.OperationUpgrade, Component: "pd", Member: "a", Pod: "demo-pd-1", PodUID: "demo-pd-1@r1", Stage: v1alpha1.StageWaitingReady},
 			WantMessage: "demo-pd-1 in a to become available",
 			WantStuck:   "a/demo-pd-1",
 		},
@@ -565,7 +618,7 @@ func Cases() []Case {
 				s.ProgressDeadline = 10 * time.Minute
 				return s
 			}(),
-			WantOp:      &v1alpha1.Operation{Type: v1alpha1.OperationUpgrade, Component: "pd", Member: "a", Pod: "demo-pd-1", PodUID: "demo-pd-1@r1"},
+			WantOp:      &v1alpha1.Operation{Type: v1alpha1.OperationUpgrade, Component: "pd", Member: "a", Pod: "demo-pd-1", PodUID: "demo-pd-1@r1", Stage: v1alpha1.StageWaitingReady},
 			WantMessage: "demo-pd-1 in a to become available",
 			WantAfter:   6 * time.Minute,
 		},
@@ -575,7 +628,7 @@ func Cases() []Case {
 			Name: "fix forward: a replacement stuck at a revision the spec left is replaced at once",
 			State: State(Op(v1alpha1.OperationUpgrade, "pd", "a", "demo-pd-1", "demo-pd-1@r1"), rollout.Component{Name: "pd", Placements: []rollout.Placement{
 				Placement("a", 2, "r1", append(Pods("pd", "r1", 0), notReady(Pods("pd", "bad", 1), 0)...)...), Placement("b", 1, "r1", Pods("pd", "r1", 2)...)}}),
-			WantOp:      &v1alpha1.Operation{Type: v1alpha1.OperationUpgrade, Component: "pd", Member: "a", Pod: "demo-pd-1", PodUID: "demo-pd-1@bad", TargetRevision: "r1"},
+			WantOp:      &v1alpha1.Operation{Type: v1alpha1.OperationUpgrade, Component: "pd", Member: "a", Pod: "demo-pd-1", PodUID: "demo-pd-1@bad", TargetRevision: "r1", Stage: v1alpha1.StageDeleting},
 			WantDelete:  "a/demo-pd-1",
 			WantMessage: "dropped: pod demo-pd-1 is outdated and not available",
 		},
@@ -587,7 +640,7 @@ func Cases() []Case {
 				s.Release = true
 				return s
 			}(),
-			WantOp:     &v1alpha1.Operation{Type: v1alpha1.OperationUpgrade, Component: "pd", Member: "a", Pod: "demo-pd-1", PodUID: "demo-pd-1@r1", TargetRevision: "r2"},
+			WantOp:     &v1alpha1.Operation{Type: v1alpha1.OperationUpgrade, Component: "pd", Member: "a", Pod: "demo-pd-1", PodUID: "demo-pd-1@r1", TargetRevision: "r2", Stage: v1alpha1.StageDeleting},
 			WantDelete: "a/demo-pd-1",
 		},
 		// --- Storage: claims kept by a scale-in are taken back, and
@@ -596,14 +649,14 @@ func Cases() []Case {
 			Name: "storage: a scale-out takes back an ordinal whose claims the placement kept",
 			State: State(nil, rollout.Component{Name: "pd", NextOrdinal: 3, Placements: []rollout.Placement{
 				retained(Placement("a", 2, "r1", Pods("pd", "r1", 0)...), 1), retained(Placement("b", 1, "r1", Pods("pd", "r1", 2)...), 5)}}),
-			WantOp:     &v1alpha1.Operation{Type: v1alpha1.OperationScale, Component: "pd", Member: "a", Pod: "demo-pd-1", TargetRevision: "r1"},
+			WantOp:     &v1alpha1.Operation{Type: v1alpha1.OperationScale, Component: "pd", Member: "a", Pod: "demo-pd-1", TargetRevision: "r1", Stage: v1alpha1.StageWaitingReady},
 			WantCreate: []string{"a/demo-pd-1"},
 		},
 		{
 			Name: "storage: claims another member kept are not taken",
 			State: State(nil, rollout.Component{Name: "pd", NextOrdinal: 3, Placements: []rollout.Placement{
 				Placement("a", 2, "r1", Pods("pd", "r1", 0)...), retained(Placement("b", 1, "r1", Pods("pd", "r1", 2)...), 1)}}),
-			WantOp:     &v1alpha1.Operation{Type: v1alpha1.OperationScale, Component: "pd", Member: "a", Pod: "demo-pd-3", TargetRevision: "r1"},
+			WantOp:     &v1alpha1.Operation{Type: v1alpha1.OperationScale, Component: "pd", Member: "a", Pod: "demo-pd-3", TargetRevision: "r1", Stage: v1alpha1.StageWaitingReady},
 			WantCreate: []string{"a/demo-pd-3"},
 		},
 		{
@@ -639,8 +692,194 @@ func Cases() []Case {
 			Name: "expand: an upgrade goes first while claims resize",
 			State: State(Op(v1alpha1.OperationExpand, "pd", "a", "demo-pd-0", ""), rollout.Component{Name: "pd", Placements: []rollout.Placement{
 				Placement("a", 1, "r2", claims(Pods("pd", "r1", 0), 20, 10, 20, true)...)}}),
-			WantOp:     &v1alpha1.Operation{Type: v1alpha1.OperationUpgrade, Component: "pd", Member: "a", Pod: "demo-pd-0", PodUID: "demo-pd-0@r1", TargetRevision: "r2"},
+			WantOp:     &v1alpha1.Operation{Type: v1alpha1.OperationUpgrade, Component: "pd", Member: "a", Pod: "demo-pd-0", PodUID: "demo-pd-0@r1", TargetRevision: "r2", Stage: v1alpha1.StageDeleting},
 			WantDelete: "a/demo-pd-0",
+		},
+		{
+			Name: "hooks: an upgrade step begins by draining its pod; nothing is deleted yet",
+			State: State(nil, hooked(rollout.Component{Name: "pd", Placements: []rollout.Placement{
+				Placement("a", 2, "r2", Pods("pd", "r1", 0, 1)...)}}, drainHooks)),
+			WantOp:    &v1alpha1.Operation{Type: v1alpha1.OperationUpgrade, Component: "pd", Member: "a", Pod: "demo-pd-1", PodUID: "demo-pd-1@r1", TargetRevision: "r2", Stage: v1alpha1.StageDraining},
+			WantDrain: "a/demo-pd-1",
+		},
+		{
+			Name: "hooks: the drain answered: the pod is deleted",
+			State: calling(State(staged(Op(v1alpha1.OperationUpgrade, "pd", "a", "demo-pd-1", "demo-pd-1@r1"), v1alpha1.StageDraining, time.Second), hooked(rollout.Component{Name: "pd", Placements: []rollout.Placement{
+				Placement("a", 2, "r2", Pods("pd", "r1", 0, 1)...)}}, drainHooks)), rollout.Calls{Drained: true}),
+			WantOp:      &v1alpha1.Operation{Type: v1alpha1.OperationUpgrade, Component: "pd", Member: "a", Pod: "demo-pd-1", PodUID: "demo-pd-1@r1", Stage: v1alpha1.StageDeleting},
+			WantDelete:  "a/demo-pd-1",
+			WantMessage: "pod demo-pd-1 in a is drained; deleting pod demo-pd-1 in a",
+		},
+		{
+			Name: "hooks: a failing drain is called again, and says so",
+			State: calling(State(staged(Op(v1alpha1.OperationUpgrade, "pd", "a", "demo-pd-1", "demo-pd-1@r1"), v1alpha1.StageDraining, time.Minute), hooked(rollout.Component{Name: "pd", Placements: []rollout.Placement{
+				Placement("a", 2, "r2", Pods("pd", "r1", 0, 1)...)}}, drainHooks)), rollout.Calls{Failed: "503 Service Unavailable", Failures: 3}),
+			WantOp:      &v1alpha1.Operation{Type: v1alpha1.OperationUpgrade, Component: "pd", Member: "a", Pod: "demo-pd-1", PodUID: "demo-pd-1@r1", Stage: v1alpha1.StageDraining},
+			WantDrain:   "a/demo-pd-1",
+			WantHook:    v1alpha1.ReasonHookFailing,
+			WantMessage: "attempt 3 failed: 503 Service Unavailable",
+		},
+		{
+			Name: "hooks: a drain that has not answered within its timeout halts (onTimeout Halt): no call, no deletion",
+			State: calling(State(staged(Op(v1alpha1.OperationUpgrade, "pd", "a", "demo-pd-1", "demo-pd-1@r1"), v1alpha1.StageDraining, 3*time.Minute), hooked(rollout.Component{Name: "pd", Placements: []rollout.Placement{
+				Placement("a", 2, "r2", Pods("pd", "r1", 0, 1)...)}}, drainHooks)), rollout.Calls{Failed: "timeout", Failures: 9}),
+			WantOp:      &v1alpha1.Operation{Type: v1alpha1.OperationUpgrade, Component: "pd", Member: "a", Pod: "demo-pd-1", PodUID: "demo-pd-1@r1", Stage: v1alpha1.StageDraining},
+			WantHook:    v1alpha1.ReasonHookTimedOut,
+			WantMessage: "halted: the preDelete hook of pod demo-pd-1 in a has not succeeded within 2m0s",
+		},
+		{
+			Name: "hooks: past the timeout with onTimeout Proceed, the pod is deleted anyway",
+			State: State(staged(Op(v1alpha1.OperationUpgrade, "pd", "a", "demo-pd-1", "demo-pd-1@r1"), v1alpha1.StageDraining, 3*time.Minute), hooked(rollout.Component{Name: "pd", Placements: []rollout.Placement{
+				Placement("a", 2, "r2", Pods("pd", "r1", 0, 1)...)}}, rollout.Hooks{PreDelete: true, PreDeleteTimeout: 2 * time.Minute, Proceed: true})),
+			WantOp:        &v1alpha1.Operation{Type: v1alpha1.OperationUpgrade, Component: "pd", Member: "a", Pod: "demo-pd-1", PodUID: "demo-pd-1@r1", Stage: v1alpha1.StageDeleting},
+			WantDelete:    "a/demo-pd-1",
+			WantProceeded: true,
+		},
+		{
+			Name: "hooks: a drained pod's deletion called off by a reverted spec is undone first",
+			State: State(staged(Op(v1alpha1.OperationUpgrade, "pd", "a", "demo-pd-1", "demo-pd-1@r1"), v1alpha1.StageDeleting, time.Second), hooked(rollout.Component{Name: "pd", Placements: []rollout.Placement{
+				Placement("a", 2, "r1", Pods("pd", "r1", 0, 1)...)}}, drainHooks)),
+			WantOp:      &v1alpha1.Operation{Type: v1alpha1.OperationUpgrade, Component: "pd", Member: "a", Pod: "demo-pd-1", PodUID: "demo-pd-1@r1", Stage: v1alpha1.StageUndoing},
+			WantUndo:    "a/demo-pd-1",
+			WantMessage: "pod demo-pd-1 is no longer outdated",
+		},
+		{
+			Name: "hooks: pausing while a pod drains calls the step off and undoes it",
+			State: paused(State(staged(Op(v1alpha1.OperationUpgrade, "pd", "a", "demo-pd-1", "demo-pd-1@r1"), v1alpha1.StageDraining, time.Second), hooked(rollout.Component{Name: "pd", Placements: []rollout.Placement{
+				Placement("a", 2, "r2", Pods("pd", "r1", 0, 1)...)}}, drainHooks))),
+			WantOp:   &v1alpha1.Operation{Type: v1alpha1.OperationUpgrade, Component: "pd", Member: "a", Pod: "demo-pd-1", PodUID: "demo-pd-1@r1", Stage: v1alpha1.StageUndoing},
+			WantUndo: "a/demo-pd-1",
+		},
+		{
+			Name: "hooks: a failing undo is called again; nothing else is planned",
+			State: calling(State(staged(Op(v1alpha1.OperationUpgrade, "pd", "a", "demo-pd-1", "demo-pd-1@r1"), v1alpha1.StageUndoing, time.Hour), hooked(rollout.Component{Name: "pd", Placements: []rollout.Placement{
+				Placement("a", 2, "r1", Pods("pd", "r1", 0, 1)...)}}, drainHooks)), rollout.Calls{Failed: "connection refused", Failures: 40}),
+			WantOp:      &v1alpha1.Operation{Type: v1alpha1.OperationUpgrade, Component: "pd", Member: "a", Pod: "demo-pd-1", PodUID: "demo-pd-1@r1", Stage: v1alpha1.StageUndoing},
+			WantUndo:    "a/demo-pd-1",
+			WantHook:    v1alpha1.ReasonHookFailing,
+			WantMessage: "attempt 40 failed: connection refused",
+		},
+		{
+			Name: "hooks: once undone, the step is dropped and planning goes on",
+			State: calling(State(staged(Op(v1alpha1.OperationUpgrade, "pd", "a", "demo-pd-1", "demo-pd-1@r1"), v1alpha1.StageUndoing, time.Second), hooked(rollout.Component{Name: "pd", Placements: []rollout.Placement{
+				Placement("a", 2, "r1", Pods("pd", "r1", 0, 1)...)}}, drainHooks)), rollout.Calls{Undone: true}),
+			WantMessage: "called off and undone",
+			WantUndone:  "a/demo-pd-1",
+		},
+		{
+			Name: "hooks: an undo is moot once its pod is gone",
+			State: State(staged(Op(v1alpha1.OperationUpgrade, "pd", "a", "demo-pd-1", "demo-pd-1@r1"), v1alpha1.StageUndoing, time.Second), hooked(rollout.Component{Name: "pd", Placements: []rollout.Placement{
+				Holding(Placement("a", 2, "r1", Pods("pd", "r1", 0)...), 1)}}, drainHooks)),
+			WantOp:      &v1alpha1.Operation{Type: v1alpha1.OperationUpgrade, Component: "pd", Member: "a"},
+			WantCreate:  []string{"a/demo-pd-1"},
+			WantMessage: "nothing to undo",
+		},
+		{
+			Name: "hooks: without an undo, a called-off step is dropped",
+			State: State(staged(Op(v1alpha1.OperationUpgrade, "pd", "a", "demo-pd-1", "demo-pd-1@r1"), v1alpha1.StageDeleting, time.Second), hooked(rollout.Component{Name: "pd", Placements: []rollout.Placement{
+				Placement("a", 2, "r1", Pods("pd", "r1", 0, 1)...)}}, rollout.Hooks{PreDelete: true, PreDeleteTimeout: time.Minute})),
+			WantMessage: "dropped: pod demo-pd-1 is no longer outdated",
+		},
+		{
+			Name: "hooks: a drained pod waits, drained, while another pod is unavailable",
+			State: State(staged(Op(v1alpha1.OperationUpgrade, "pd", "a", "demo-pd-1", "demo-pd-1@r1"), v1alpha1.StageDeleting, time.Second), hooked(rollout.Component{Name: "pd", Placements: []rollout.Placement{
+				Placement("a", 2, "r2", notReady(Pods("pd", "r1", 0, 1), 0)...)}}, drainHooks)),
+			WantOp:      &v1alpha1.Operation{Type: v1alpha1.OperationUpgrade, Component: "pd", Member: "a", Pod: "demo-pd-1", PodUID: "demo-pd-1@r1", Stage: v1alpha1.StageDeleting},
+			WantMessage: "pod demo-pd-1 in a is drained and waits to be deleted",
+		},
+		{
+			Name: "hooks: a release while a pod is drained undoes it before the operation goes",
+			State: released(State(staged(Op(v1alpha1.OperationUpgrade, "pd", "a", "demo-pd-1", "demo-pd-1@r1"), v1alpha1.StageDeleting, time.Second), hooked(rollout.Component{Name: "pd", Placements: []rollout.Placement{
+				Placement("a", 2, "r2", Pods("pd", "r1", 0, 1)...)}}, drainHooks))),
+			WantOp:   &v1alpha1.Operation{Type: v1alpha1.OperationUpgrade, Component: "pd", Member: "a", Pod: "demo-pd-1", PodUID: "demo-pd-1@r1", Stage: v1alpha1.StageUndoing},
+			WantUndo: "a/demo-pd-1",
+		},
+		{
+			Name: "hooks: a failed pod is replaced without its preDelete hook",
+			State: State(nil, hooked(rollout.Component{Name: "pd", Placements: []rollout.Placement{
+				Placement("a", 2, "r1", failed(Pods("pd", "r1", 0, 1), 1)...)}}, drainHooks)),
+			WantReplace: []string{"a/demo-pd-1"},
+			WantMessage: "replacing failed pod demo-pd-1 in a",
+		},
+		{
+			Name: "gate: before a deletion, the component's other pods are asked",
+			State: State(nil, hooked(rollout.Component{Name: "pd", Placements: []rollout.Placement{
+				Placement("a", 2, "r2", Pods("pd", "r1", 0, 1)...), Placement("b", 1, "r2", Pods("pd", "r1", 2)...)}}, gateHooks)),
+			WantOp:    &v1alpha1.Operation{Type: v1alpha1.OperationUpgrade, Component: "pd"},
+			WantCheck: []string{"a/demo-pd-0", "b/demo-pd-2"},
+		},
+		{
+			Name: "gate: one failing pod stops the upgrade before its first deletion",
+			State: calling(State(nil, hooked(rollout.Component{Name: "pd", Placements: []rollout.Placement{
+				Placement("a", 2, "r2", Pods("pd", "r1", 0, 1)...), Placement("b", 1, "r2", Pods("pd", "r1", 2)...)}}, gateHooks)),
+				rollout.Calls{Health: map[string]string{"a/demo-pd-0": "", "b/demo-pd-2": "500 unhealthy"}}),
+			WantOp:      &v1alpha1.Operation{Type: v1alpha1.OperationUpgrade, Component: "pd"},
+			WantCheck:   []string{"a/demo-pd-0", "b/demo-pd-2"},
+			WantHook:    v1alpha1.ReasonHealthCheckFailed,
+			WantMessage: "pod demo-pd-2 in b: 500 unhealthy",
+		},
+		{
+			Name: "gate: passing, the step begins; the victim's own answer is not asked",
+			State: calling(State(nil, hooked(rollout.Component{Name: "pd", Placements: []rollout.Placement{
+				Placement("a", 2, "r2", Pods("pd", "r1", 0, 1)...), Placement("b", 1, "r2", Pods("pd", "r1", 2)...)}}, gateHooks)),
+				rollout.Calls{Health: healthy("", "a/demo-pd-0", "b/demo-pd-2")}),
+			WantOp:     &v1alpha1.Operation{Type: v1alpha1.OperationUpgrade, Component: "pd", Member: "a", Pod: "demo-pd-1", PodUID: "demo-pd-1@r1", TargetRevision: "r2", Stage: v1alpha1.StageDeleting},
+			WantDelete: "a/demo-pd-1",
+		},
+		{
+			Name: "verify: an available replacement is verified (scope Pod) before the step completes",
+			State: State(staged(Op(v1alpha1.OperationUpgrade, "pd", "a", "demo-pd-1", "demo-pd-1@r1"), v1alpha1.StageWaitingReady, time.Minute), hooked(rollout.Component{Name: "pd", Placements: []rollout.Placement{
+				Placement("a", 2, "r2", append(Pods("pd", "r1", 0), Pods("pd", "r2", 1)...)...), Placement("b", 1, "r2", Pods("pd", "r1", 2)...)}}, gateHooks)),
+			WantOp:    &v1alpha1.Operation{Type: v1alpha1.OperationUpgrade, Component: "pd", Member: "a", Pod: "demo-pd-1", PodUID: "demo-pd-1@r1", Stage: v1alpha1.StageVerifying},
+			WantCheck: []string{"a/demo-pd-1"},
+		},
+		{
+			Name: "verify: scope Component asks every pod of the component",
+			State: State(staged(Op(v1alpha1.OperationUpgrade, "pd", "a", "demo-pd-1", "demo-pd-1@r1"), v1alpha1.StageWaitingReady, time.Minute), hooked(rollout.Component{Name: "pd", Placements: []rollout.Placement{
+				Placement("a", 2, "r2", append(Pods("pd", "r1", 0), Pods("pd", "r2", 1)...)...), Placement("b", 1, "r2", Pods("pd", "r1", 2)...)}}, rollout.Hooks{PostReady: true, ComponentScope: true, PostReadyTimeout: time.Minute})),
+			WantOp:    &v1alpha1.Operation{Type: v1alpha1.OperationUpgrade, Component: "pd", Member: "a", Pod: "demo-pd-1", PodUID: "demo-pd-1@r1", Stage: v1alpha1.StageVerifying},
+			WantCheck: []string{"a/demo-pd-0", "a/demo-pd-1", "b/demo-pd-2"},
+		},
+		{
+			Name: "verify: a failing gate holds the step",
+			State: calling(State(staged(Op(v1alpha1.OperationUpgrade, "pd", "a", "demo-pd-1", "demo-pd-1@r1"), v1alpha1.StageVerifying, time.Minute), hooked(rollout.Component{Name: "pd", Placements: []rollout.Placement{
+				Placement("a", 2, "r2", append(Pods("pd", "r1", 0), Pods("pd", "r2", 1)...)...), Placement("b", 1, "r2", Pods("pd", "r1", 2)...)}}, gateHooks)),
+				rollout.Calls{Health: healthy("not in quorum", "a/demo-pd-1")}),
+			WantOp:      &v1alpha1.Operation{Type: v1alpha1.OperationUpgrade, Component: "pd", Member: "a", Pod: "demo-pd-1", PodUID: "demo-pd-1@r1", Stage: v1alpha1.StageVerifying},
+			WantCheck:   []string{"a/demo-pd-1"},
+			WantHook:    v1alpha1.ReasonHookFailing,
+			WantMessage: "the postReady gate fails (pod demo-pd-1 in a: not in quorum)",
+		},
+		{
+			Name: "verify: past its timeout a failing gate halts, and still holds",
+			State: calling(State(staged(Op(v1alpha1.OperationUpgrade, "pd", "a", "demo-pd-1", "demo-pd-1@r1"), v1alpha1.StageVerifying, 6*time.Minute), hooked(rollout.Component{Name: "pd", Placements: []rollout.Placement{
+				Placement("a", 2, "r2", append(Pods("pd", "r1", 0), Pods("pd", "r2", 1)...)...), Placement("b", 1, "r2", Pods("pd", "r1", 2)...)}}, gateHooks)),
+				rollout.Calls{Health: healthy("not in quorum", "a/demo-pd-1")}),
+			WantOp:      &v1alpha1.Operation{Type: v1alpha1.OperationUpgrade, Component: "pd", Member: "a", Pod: "demo-pd-1", PodUID: "demo-pd-1@r1", Stage: v1alpha1.StageVerifying},
+			WantCheck:   []string{"a/demo-pd-1"},
+			WantHook:    v1alpha1.ReasonHookTimedOut,
+			WantMessage: "halted: the postReady gate after pod demo-pd-1 in a has not passed within 5m0s",
+		},
+		{
+			Name: "verify: passing, the step completes and the next one's gate is asked",
+			State: calling(State(staged(Op(v1alpha1.OperationUpgrade, "pd", "a", "demo-pd-1", "demo-pd-1@r1"), v1alpha1.StageVerifying, time.Minute), hooked(rollout.Component{Name: "pd", Placements: []rollout.Placement{
+				Placement("a", 2, "r2", append(Pods("pd", "r1", 0), Pods("pd", "r2", 1)...)...), Placement("b", 1, "r2", Pods("pd", "r1", 2)...)}}, gateHooks)),
+				rollout.Calls{Health: healthy("", "a/demo-pd-1")}),
+			WantOp:    &v1alpha1.Operation{Type: v1alpha1.OperationUpgrade, Component: "pd", Member: "a"},
+			WantCheck: []string{"a/demo-pd-0", "a/demo-pd-1"},
+		},
+		{
+			Name: "partition: pods below it keep their revision; the highest ordinal goes first",
+			State: State(nil, rollout.Component{Name: "pd", Placements: []rollout.Placement{
+				partitioned(Placement("a", 2, "r2", Pods("pd", "r1", 0, 1)...), 2), partitioned(Placement("b", 1, "r2", Pods("pd", "r1", 2)...), 2)}}),
+			WantOp:     &v1alpha1.Operation{Type: v1alpha1.OperationUpgrade, Component: "pd", Member: "b", Pod: "demo-pd-2", PodUID: "demo-pd-2@r1", TargetRevision: "r2", Stage: v1alpha1.StageDeleting},
+			WantDelete: "b/demo-pd-2",
+		},
+		{
+			Name: "partition: nothing at or above it is outdated: no operation",
+			State: State(nil, rollout.Component{Name: "pd", Placements: []rollout.Placement{
+				partitioned(Placement("a", 2, "r2", Pods("pd", "r1", 0, 1)...), 2), partitioned(Placement("b", 1, "r2", Pods("pd", "r2", 2)...), 2)}}),
+			WantMessage: "every pod is at its update revision",
 		},
 		{
 			Name:        "an unknown operation type is dropped",
