@@ -232,7 +232,7 @@ type fedop struct {
 // wires it (metrics and probes off, a short member probe period) and
 // returns once every member is connected. It is stopped when the test
 // ends, if not before.
-func startFedop(t *testing.T, env *testenv.Federation, identity string) *fedop {
+func startFedop(t *testing.T, env *testenv.Federation, identity string, opts ...func(*federation.Options)) *fedop {
 	t.Helper()
 	mgr, err := ctrl.NewManager(env.Host.Config, ctrl.Options{
 		Scheme:                 scheme,
@@ -254,12 +254,16 @@ func startFedop(t *testing.T, env *testenv.Federation, identity string) *fedop {
 	require.NoError(t, err)
 	registry := member.NewRegistry(member.Options{Scheme: scheme, CacheSelector: v1alpha1.ManagedBySelector(), ProbePeriod: probePeriod, SyncTimeout: 10 * time.Second, Transform: federation.TrimPod})
 	require.NoError(t, registry.SetupWithManager(mgr))
-	rec := federation.NewReconciler(federation.Options{
+	o := federation.Options{
 		Client:   mgr.GetClient(),
 		Members:  registry,
 		Recorder: mgr.GetEventRecorder("fedop-manager"),
 		Identity: identity,
-	})
+	}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	rec := federation.NewReconciler(o)
 	ctx, cancel := context.WithCancel(context.Background())
 	require.NoError(t, rec.SetupWithManager(ctx, mgr))
 	f := &fedop{identity: identity, registry: registry, cancel: cancel, done: make(chan error, 1)}

@@ -13,6 +13,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/flowcontrol"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
@@ -62,7 +63,7 @@ func (p *PodProxyCaller) client(c cluster.Cluster) (corev1client.CoreV1Interface
 	if cs, ok := p.clients[c]; ok {
 		return cs, nil
 	}
-	cs, err := corev1client.NewForConfigAndClient(c.GetConfig(), c.GetHTTPClient())
+	cs, err := corev1client.NewForConfigAndClient(rest.CopyConfig(c.GetConfig()), c.GetHTTPClient())
 	if err != nil {
 		return nil, err
 	}
@@ -85,9 +86,14 @@ func (p *PodProxyCaller) Call(ctx context.Context, c cluster.Cluster, pod *corev
 	if err != nil {
 		return err
 	}
+	return proxyGet(ctx, cs, pod, port, hook.Path)
+}
+
+// proxyGet makes GET path on port of pod through cs's pod proxy.
+func proxyGet(ctx context.Context, cs corev1client.CoreV1Interface, pod *corev1.Pod, port int, path string) error {
 	ctx, cancel := context.WithTimeout(ctx, HookTimeout)
 	defer cancel()
-	_, err = cs.Pods(pod.Namespace).ProxyGet("http", pod.Name, strconv.Itoa(port), hook.Path, nil).DoRaw(ctx)
+	_, err := cs.Pods(pod.Namespace).ProxyGet("", pod.Name, strconv.Itoa(port), path, nil).DoRaw(ctx)
 	return describeHookError(err)
 }
 

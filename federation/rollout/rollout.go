@@ -24,13 +24,18 @@ func Next(s State) Plan {
 	op := s.Operation.DeepCopy()
 	released := false
 	if op != nil && s.Release {
+		// Nothing is left half-done: a drained pod's undo is called first;
+		// the release is honoured once it answered.
 		if p.undoNeeded(op) {
-			// Nothing is left half-done: the drained pod's undo is called
-			// first; the release is honoured once it answered.
 			p.callOff(op, "the operation was released")
-		} else if op.Stage != v1alpha1.StageUndoing {
-			op, released = nil, true
 		}
+		if op.Stage == v1alpha1.StageUndoing {
+			if plan := p.undoFirst(op); plan != nil {
+				p.finish(plan)
+				return *plan
+			}
+		}
+		op, released = nil, true
 	}
 	var plan Plan
 	if op == nil {
@@ -838,6 +843,22 @@ func (p *planner) deleting(op *v1alpha1.Operation, pl *Placement, pod *Pod, hook
 	plan.Operation, plan.Delete = op, ref(op.Component, pl.Member, pod)
 	plan.Message += fmt.Sprintf("deleting pod %s in %s", pod.Name, pl.Member)
 	return &plan
+}
+
+// undoFirst is undoing for op's step, wherever it is: the plan that calls
+// the undo, or nil once it is done or moot.
+func (p *planner) undoFirst(op *v1alpha1.Operation) *Plan {
+	ci, pi := p.placementIndex(op.Component, op.Member)
+	if ci < 0 {
+		clearStep(op)
+		return nil
+	}
+	pl := &p.Components[ci].Placements[pi]
+	if !pl.Connected {
+		return waiting(op, fmt.Sprintf("member %s is not connected", pl.Member), 0)
+	}
+	pod := findPod(pl, op.Pod)
+	return p.undoing(op, pl, pod, pod != nil && op.PodUID != "" && pod.UID == op.PodUID)
 }
 
 // undoing calls the undo of a called-off step's preDelete hook until it

@@ -802,6 +802,15 @@ func Cases() []Case {
 			WantMessage: "replacing failed pod demo-pd-1 in a",
 		},
 		{
+			Name: "hooks: a release waits for the undo, then the operation goes",
+			State: calling(released(State(staged(Op(v1alpha1.OperationUpgrade, "pd", "a", "demo-pd-1", "demo-pd-1@r1"), v1alpha1.StageUndoing, time.Second), hooked(rollout.Component{Name: "pd", Placements: []rollout.Placement{
+				Placement("a", 2, "r2", Pods("pd", "r1", 0, 1)...)}}, drainHooks))), rollout.Calls{Undone: true}),
+			WantOp:      &v1alpha1.Operation{Type: v1alpha1.OperationUpgrade, Component: "pd", Member: "a", Pod: "demo-pd-1", PodUID: "demo-pd-1@r1", TargetRevision: "r2", Stage: v1alpha1.StageDraining},
+			WantDrain:   "a/demo-pd-1",
+			WantUndone:  "a/demo-pd-1",
+			WantMessage: "called off and undone",
+		},
+		{
 			Name: "gate: before a deletion, the component's other pods are asked",
 			State: State(nil, hooked(rollout.Component{Name: "pd", Placements: []rollout.Placement{
 				Placement("a", 2, "r2", Pods("pd", "r1", 0, 1)...), Placement("b", 1, "r2", Pods("pd", "r1", 2)...)}}, gateHooks)),
