@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -38,6 +39,23 @@ type eventWorld struct {
 	// ordinals is what status records, written with op.
 	ordinals []rollout.ComponentOrdinals
 
+	// hooks gives every component a preDelete hook with an undo and a
+	// postReady gate of scope Component; each call fails with probability
+	// failRate. paused is spec.paused.
+	hooks    bool
+	failRate float64
+	paused   bool
+	// drained are the pod instances whose preDelete hook answered and that
+	// were neither deleted nor undone since: nothing half-done means at
+	// most one at a time, and none at rest.
+	drained map[types.UID]bool
+	// failures counts the step hook's failures in a row (the reconciler's
+	// in-memory count).
+	failures int
+	// calls counts, for the test's own check that its paths ran, the
+	// drains and undos that answered and the gate answers that failed.
+	calls *hookCounts
+
 	// woken is true when an event or a due requeue calls for a reconcile.
 	woken bool
 	// requeueAt is when a requested RequeueAfter comes due; zero: none.
@@ -47,9 +65,12 @@ type eventWorld struct {
 func key(component, member string) string { return component + "/" + member }
 
 func (w *eventWorld) state() rollout.State {
-	s := rollout.State{Name: "demo", Operation: w.op, Now: w.now, OrdinalsRecorded: true}
+	s := rollout.State{Name: "demo", Operation: w.op, Now: w.now, OrdinalsRecorded: true, Paused: w.paused}
 	for _, c := range w.components {
 		rc := rollout.Component{Name: c}
+		if w.hooks {
+			rc.Hooks = rollout.Hooks{PreDelete: true, Undo: true, PreDeleteTimeout: 24 * time.Hour, PostReady: true, ComponentScope: true, PostReadyTimeout: 24 * time.Hour}
+		}
 		var recorded map[string][]int
 		for _, co := range w.ordinals {
 			if co.Component == c {
@@ -72,7 +93,10 @@ func (w *eventWorld) state() rollout.State {
 func (w *eventWorld) reconcile() {
 	w.woken = false
 	s := w.state()
-	plan := rollout.Next(s)
+	plan, retry := w.plan(&s)
+	if retry > 0 {
+		w.requeueAt = w.now.Add(retry)
+	}
 	fc, members := fcOf(s)
 	st := computeStatus(fc, members, s, plan, "test")
 	if !assertConsistent(w.t, st, heldBack(s)) {
@@ -88,7 +112,14 @@ func (w *eventWorld) reconcile() {
 		w.pods[k] = append(w.pods[k], rollout.Pod{Name: c.Name, UID: types.UID(fmt.Sprint(w.uid)), Ordinal: c.Ordinal, Revision: c.Revision})
 		w.woken = true // the pod's add event
 	}
+	if w.hooks && len(w.drained) > 1 {
+		w.t.Fatalf("%d pods drained at once, neither deleted nor undone: %v", len(w.drained), w.drained)
+	}
 	if d := plan.Delete; d != nil {
+		if w.hooks && !w.drained[d.UID] {
+			w.t.Fatalf("pod %s (%s) deleted without its preDelete hook having answered", d.Name, d.UID)
+		}
+		delete(w.drained, d.UID)
 		k := key(d.Component, d.Member)
 		for i := range w.pods[k] {
 			if p := &w.pods[k][i]; p.Name == d.Name && p.UID == d.UID && !p.Terminating {
@@ -97,9 +128,72 @@ func (w *eventWorld) reconcile() {
 			}
 		}
 	}
-	if plan.RequeueAfter > 0 {
+	if plan.RequeueAfter > 0 && (w.requeueAt.IsZero() || w.now.Add(plan.RequeueAfter).Before(w.requeueAt)) {
 		w.requeueAt = w.now.Add(plan.RequeueAfter)
 	}
+}
+
+// plan is the reconciler's planWithHooks in this world: the gates the plan
+// depends on are asked, the step's hook is called only once the operation
+// as last written records its stage, each call failing with probability
+// failRate; the planner is called again with the answers. retry is when
+// to look again for a call that failed or waits for its stage to be
+// written.
+func (w *eventWorld) plan(s *rollout.State) (plan rollout.Plan, retry time.Duration) {
+	plan = rollout.Next(*s)
+	if !w.hooks {
+		return plan, 0
+	}
+	fails := func() bool { return w.rng.Float64() < w.failRate }
+	for range 4 {
+		called := false
+		for _, ref := range plan.Check {
+			k := ref.Member + "/" + ref.Name
+			if _, ok := s.Calls.Health[k]; ok {
+				continue
+			}
+			if s.Calls.Health == nil {
+				s.Calls.Health = map[string]string{}
+			}
+			s.Calls.Health[k] = ""
+			if fails() {
+				s.Calls.Health[k] = "HTTP 503"
+				retry = 2 * time.Second
+				w.calls.gateFailures++
+			}
+			called = true
+		}
+		for _, call := range []struct {
+			ref   *rollout.PodRef
+			stage v1alpha1.StepStage
+			done  *bool
+		}{{plan.Drain, v1alpha1.StageDraining, &s.Calls.Drained}, {plan.Undo, v1alpha1.StageUndoing, &s.Calls.Undone}} {
+			switch {
+			case call.ref == nil || *call.done || s.Calls.Failed != "":
+			case !recordedStage(w.op, call.stage, call.ref):
+				retry = time.Second
+			case fails():
+				w.failures++
+				s.Calls.Failed, s.Calls.Failures = "HTTP 503", w.failures
+				retry, called = time.Duration(1+w.rng.IntN(3))*time.Second, true
+			default:
+				w.failures = 0
+				*call.done, called = true, true
+				if call.stage == v1alpha1.StageDraining {
+					w.drained[call.ref.UID] = true
+					w.calls.drains++
+				} else {
+					delete(w.drained, call.ref.UID)
+					w.calls.undos++
+				}
+			}
+		}
+		if !called {
+			break
+		}
+		plan = rollout.Next(*s)
+	}
+	return plan, retry
 }
 
 // progress lets kubelets move: each pending pod may become Ready, each
@@ -112,6 +206,7 @@ func (w *eventWorld) progress() bool {
 			switch {
 			case p.Terminating && w.rng.IntN(2) == 0:
 				w.woken = true // delete event
+				delete(w.drained, p.UID)
 				continue
 			case !p.Terminating && !p.Ready && w.rng.IntN(2) == 0:
 				p.Ready, p.ReadySince = true, w.now
@@ -159,6 +254,7 @@ func (w *eventWorld) run(changes ...func()) {
 func (w *eventWorld) requireSpecReached() {
 	w.t.Helper()
 	require.Nil(w.t, w.op, "the mutex is still held when nothing will wake the reconciler")
+	require.Empty(w.t, w.drained, "pods left drained, neither deleted nor undone")
 	for _, c := range w.components {
 		for _, m := range w.members {
 			k := key(c, m)
@@ -178,6 +274,32 @@ func (w *eventWorld) requireSpecReached() {
 // event, and no status written on the way may claim Complete with outdated
 // pods.
 func TestRandomSpecChangesReachTheSpec(t *testing.T) {
+	randomSpecChanges(t, false)
+}
+
+// TestRandomSpecChangesWithHooks is the same property test with every
+// component's preDelete hook (with an undo) and postReady gate, each call
+// failing at random (30%), and pauses that call steps off mid-way: every
+// spec must still be reached, no pod may be deleted before its drain
+// answered, at most one pod may be drained at a time, and none may be left
+// drained.
+func TestRandomSpecChangesWithHooks(t *testing.T) {
+	randomSpecChanges(t, true)
+}
+
+// hookCounts are what the hooks of a property test did, over every seed.
+type hookCounts struct{ drains, undos, gateFailures int }
+
+func randomSpecChanges(t *testing.T, hooks bool) {
+	counts := &hookCounts{}
+	if hooks {
+		defer func() {
+			t.Logf("hooks over 400 seeds: %d drains, %d undos, %d failed gate answers", counts.drains, counts.undos, counts.gateFailures)
+			assert.Positive(t, counts.drains, "no drain answered")
+			assert.Positive(t, counts.undos, "no step was called off and undone")
+			assert.Positive(t, counts.gateFailures, "no gate failed")
+		}()
+	}
 	for seed := uint64(1); seed <= 400; seed++ {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(seed, 7))
@@ -186,6 +308,7 @@ func TestRandomSpecChangesReachTheSpec(t *testing.T) {
 				components: []string{"alpha", "beta"}[:1+rng.IntN(2)],
 				members:    []string{"k8s-a", "k8s-b", "k8s-c"}[:1+rng.IntN(3)],
 				replicas:   map[string]int32{}, revision: map[string]string{}, pods: map[string][]rollout.Pod{},
+				hooks: hooks, failRate: 0.3, drained: map[types.UID]bool{}, calls: counts,
 			}
 			image := 1
 			randomize := func(replicas, images bool) {
@@ -214,10 +337,14 @@ func TestRandomSpecChangesReachTheSpec(t *testing.T) {
 				}
 			}
 			for range 6 {
-				// One change, or a second one applied while the first rolls.
+				// One change, or a second one applied while the first rolls;
+				// with hooks, maybe a pause (and the unpause) meanwhile.
 				changes := []func(){change}
 				if rng.IntN(2) == 0 {
 					changes = append(changes, change)
+				}
+				if hooks && rng.IntN(2) == 0 {
+					changes = append(changes, func() { w.paused = true }, func() { w.paused = false })
 				}
 				w.run(changes...)
 				w.requireSpecReached()

@@ -805,6 +805,36 @@ func (p *planner) inFlight(op *v1alpha1.Operation, completed *Plan) *Plan {
 	return nil
 }
 
+// recreate adds to plan, a step still under way, the pods that are missing
+// under their names anywhere (deleted by someone else, evicted): they are
+// down already, so bringing them back costs nothing, and a step that waits
+// (for a hook, a gate, a replacement) must not keep them down.
+func (p *planner) recreate(plan *Plan) {
+	for ci := range p.Components {
+		missing, _ := p.missing(ci, false)
+		for _, m := range missing {
+			if !slices.ContainsFunc(plan.Create, func(c PodRef) bool { return c.Member == m.Member && c.Name == m.Name }) {
+				plan.Create = append(plan.Create, m)
+			}
+		}
+	}
+}
+
+// needsGrowth reports whether a connected placement holds fewer ordinals
+// than its replicas: new pods are due, which only the operation's own
+// steps create.
+func (p *planner) needsGrowth() bool {
+	for ci := range p.Components {
+		for pi := range p.Components[ci].Placements {
+			pl := &p.Components[ci].Placements[pi]
+			if pl.Connected && pl.Revision != "" && len(p.owned[ci][pi]) < int(pl.Replicas) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // deleting handles the old instance of a step that is still wanted: its
 // preDelete hook first (stage Draining), then its deletion (stage
 // Deleting) once the federation allows it. A drained pod waits, drained,
@@ -833,7 +863,16 @@ func (p *planner) deleting(op *v1alpha1.Operation, pl *Placement, pod *Pod, hook
 		p.setStage(op, v1alpha1.StageDeleting)
 	}
 	if why, left := p.mayDisrupt(pod); why != "" {
-		if hooks.PreDelete && op.Stage == v1alpha1.StageDeleting {
+		switch {
+		case hooks.PreDelete && op.Stage == v1alpha1.StageDeleting && p.needsGrowth():
+			// New pods are due, which only the operation's next steps
+			// create: waiting here, drained, would wait forever.
+			why = "new pods are due first: " + why
+			if p.undoNeeded(op) {
+				p.callOff(op, why)
+				return &Plan{Operation: op, Undo: ref(op.Component, pl.Member, pod), Message: fmt.Sprintf("undoing the preDelete hook of pod %s in %s: its deletion was called off (%s)", pod.Name, pl.Member, why)}
+			}
+		case hooks.PreDelete && op.Stage == v1alpha1.StageDeleting:
 			return waiting(op, fmt.Sprintf("%s; pod %s in %s is drained and waits to be deleted", why, pod.Name, pl.Member), left)
 		}
 		p.drop(op, why)
@@ -926,6 +965,7 @@ func withCompleted(plan Plan, done Plan) Plan {
 func (p *planner) scale(op *v1alpha1.Operation) Plan {
 	var done Plan
 	if plan := p.inFlight(op, &done); plan != nil {
+		p.recreate(plan)
 		return *plan
 	}
 	var creates []PodRef
@@ -1003,6 +1043,7 @@ func (p *planner) scale(op *v1alpha1.Operation) Plan {
 func (p *planner) upgrade(op *v1alpha1.Operation) Plan {
 	var done Plan
 	if plan := p.inFlight(op, &done); plan != nil {
+		p.recreate(plan)
 		return *plan
 	}
 	var creates []PodRef
