@@ -173,6 +173,16 @@ func (h *hookRuns) failed(id string, now time.Time, err error) int {
 	h.backoff.Next(id, now)
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	if len(h.runs) > 256 {
+		// Calls of stages long over (halted, then released) are not
+		// forgotten by a success: drop those quiet for a while.
+		for old, run := range h.runs {
+			if now.Sub(run.at) > 10*hookBackoffMax {
+				delete(h.runs, old)
+			}
+		}
+		h.backoff.GC()
+	}
 	run := h.runs[id]
 	if run == nil {
 		run = &hookRun{}
@@ -220,6 +230,17 @@ func hookID(key client.ObjectKey, kind string, ref rollout.PodRef) string {
 	return fmt.Sprintf("%s/%s/%s/%s/%s", key, kind, ref.Member, ref.Name, ref.UID)
 }
 
+// stepHookID names the call of the step's hook in the stage op records:
+// a stage entered again (after a release, say) starts with no failures
+// and no backoff.
+func stepHookID(key client.ObjectKey, kind string, ref rollout.PodRef, op *v1alpha1.Operation) string {
+	id := hookID(key, kind, ref)
+	if op != nil && op.StageStartedTime != nil {
+		id += "@" + op.StageStartedTime.UTC().Format(time.RFC3339)
+	}
+	return id
+}
+
 // recordedStage reports whether status.operation, as read, records stage
 // for the pod instance ref: only then may its hook be called, so that a
 // manager that dies during the call resumes the same stage.
@@ -251,6 +272,16 @@ type hookOutcome struct {
 func (r *Reconciler) planWithHooks(ctx context.Context, fc *v1alpha1.FederationCluster, obs *observation, state *rollout.State) (rollout.Plan, hookOutcome) {
 	key := client.ObjectKeyFromObject(fc)
 	var out hookOutcome
+	// The step's hook failures so far, so that a plan that does not call
+	// it (halted past its timeout, or in backoff) still says why.
+	if op := fc.Status.Operation; op != nil && op.Pod != "" {
+		kind := map[v1alpha1.StepStage]string{v1alpha1.StageDraining: "preDelete", v1alpha1.StageUndoing: "undo"}[op.Stage]
+		if kind != "" {
+			ref := rollout.PodRef{Member: op.Member, Name: op.Pod, UID: op.PodUID}
+			state.Calls.Failures, state.Calls.Failed = r.hooks.last(stepHookID(key, kind, ref, op))
+		}
+	}
+	tried := false
 	plan := rollout.Next(*state)
 	for range 4 {
 		called := false
@@ -276,20 +307,28 @@ func (r *Reconciler) planWithHooks(ctx context.Context, fc *v1alpha1.FederationC
 			{plan.Drain, v1alpha1.StageDraining, "preDelete", &state.Calls.Drained},
 			{plan.Undo, v1alpha1.StageUndoing, "undo", &state.Calls.Undone},
 		} {
-			if call.ref == nil || *call.done || state.Calls.Failed != "" {
+			if call.ref == nil || *call.done {
 				continue
 			}
 			if !recordedStage(fc.Status.Operation, call.stage, call.ref) {
+				// Called only in a stage status records: in the next
+				// reconcile, once this one has written it.
 				out.callNext = true
 				continue
 			}
-			id := hookID(key, call.kind, *call.ref)
+			id := stepHookID(key, call.kind, *call.ref, fc.Status.Operation)
 			if ok, after := r.hooks.due(id, obs.now); !ok {
-				state.Calls.Failures, state.Calls.Failed = r.hooks.last(id)
+				// In backoff: its last failure (state.Calls, from before
+				// the loop) stands until it is due.
 				out.retryAfter = minPositive(out.retryAfter, after)
-				called = true
 				continue
 			}
+			if tried {
+				// One step hook call per reconcile: the next at once.
+				out.callNext = true
+				continue
+			}
+			tried = true
 			err := r.callHook(ctx, fc, obs, *call.ref, call.kind)
 			called = true
 			if err == nil {

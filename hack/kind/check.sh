@@ -239,7 +239,7 @@ workload_serves_hooks() {
     expect_proxy hooks health 200 '^healthy$' &&
     expect_proxy hooks nope 404 || return 1
   calls=$(proxy hooks calls)
-  [[ $calls =~ ^200\ drain\ [0-9]+\ hooks\;undrain\ [0-9]+\ hooks(\;health\ [0-9]+\ hooks){3}$ ]] ||
+  [[ $calls =~ ^200\ start\ [0-9]+\ hooks\;drain\ [0-9]+\ hooks\;undrain\ [0-9]+\ hooks(\;health\ [0-9]+\ hooks){3}$ ]] ||
     { echo "     GET /calls: '$calls'"; return 1; }
   echo "     token $TOKEN; calls: ${calls#200 }"
 }
@@ -256,7 +256,7 @@ replaced_pod_keeps_token() {
   [[ $token == "200 $TOKEN" ]] || { echo "     GET /token: '$token', want '200 $TOKEN'"; return 1; }
   expect_proxy hooks-2 drain 200 || return 1
   calls=$(proxy hooks-2 calls)
-  [[ $calls =~ ^200\ drain\ [0-9]+\ hooks\;.*\;drain\ [0-9]+\ hooks-2$ ]] || { echo "     GET /calls: '$calls'"; return 1; }
+  [[ $calls =~ ^200\ start\ [0-9]+\ hooks\;.*\;start\ [0-9]+\ hooks-2\;drain\ [0-9]+\ hooks-2$ ]] || { echo "     GET /calls: '$calls'"; return 1; }
   echo "     hooks-2 serves token ${token#200 } and the log: ${calls#200 }"
 }
 
@@ -266,7 +266,7 @@ no_volume_no_token() {
   k "$first" -n "$NS" wait pod/plain --for=jsonpath='{.status.phase}'=Running --timeout=120s >/dev/null || return 1
   poll 10 expect_proxy plain "" 200 || return 1
   expect_proxy plain token 404 && expect_proxy plain drain 200 &&
-    expect_proxy plain calls 200 "^drain [0-9]+ plain$"
+    expect_proxy plain calls 200 "^start [0-9]+ plain;drain [0-9]+ plain$"
 }
 
 for kc in $(for n in $KIND_HOST $KIND_MEMBERS; do kind_kubeconfig "$n"; done); do

@@ -11,7 +11,8 @@
 # start writes a random token to /data/token, served at /token; later starts
 # keep it, so the token tells whether a replacement pod got its
 # predecessor's volume. The hook call log goes to /data/calls then, else to
-# /tmp/calls; the health marker is the container's own, /tmp/unhealthy.
+# /tmp/calls, and starts with a "start" line at every start; the health
+# marker is the container's own, /tmp/unhealthy.
 trap 'exit 0' TERM INT
 HOST=$(hostname)
 DATA=/data
@@ -27,6 +28,9 @@ if [ -d "$DATA" ]; then
   CALLS=$DATA/calls
 fi
 export HOST DATA CALLS MARKER
+# Each start is logged too, so that the log tells the instances of a pod
+# apart: a replacement has its predecessor's name, hence its hostname.
+echo "start $(date +%s) $HOST" >>"$CALLS" || echo "cannot write $CALLS" >&2
 /bin/busybox nc -ll -p 8080 -e /serve.sh &
 # wait returns when a trapped signal arrives.
 wait $!

@@ -14,7 +14,8 @@
 #   GET /health       200, or 500 while the health marker exists
 #   GET /health/fail  200; creates the health marker
 #   GET /health/pass  200; removes it
-#   GET /calls        200 and the call log, one line per hook call
+#   GET /calls        200 and the call log, one line per hook call, and
+#                     a "start <unix time> <hostname>" line per start
 #
 # POST is answered as GET, HEAD without a body, other methods with 405. The
 # call log is /data/calls when a volume is mounted at /data (it outlives the
