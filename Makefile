@@ -138,6 +138,10 @@ kind-check: $(BIN)/kubectl ## Check the kind clusters: pod IPs reachable across 
 e2e-kind: ## The e2e suite against the kind clusters: in-cluster manager, real kubelets, docker pause for member faults.
 	hack/kind/e2e.sh
 
+.PHONY: demo-hooks
+demo-hooks: $(BIN)/kubectl ## On the kind clusters (make kind-up): the sample with drain and health hooks, an upgrade shown stage by stage.
+	hack/kind/demo-hooks.sh
+
 .PHONY: kind-down
 kind-down: ## Delete the kind clusters and network, and restore the Docker configuration kind-up changed.
 	hack/kind/down.sh

@@ -55,16 +55,18 @@ done
 echo "fedop-manager is running (pid $(cat "$MANAGER_PID"), log $MANAGER_LOG)"
 
 # progress prints one line per change of the FederationCluster's status,
-# polled every 100ms, until the file $1 exists: the operation, the pod being
-# acted on, and updated/ready/replicas per component.
+# polled every 100ms, until the file $1 exists: the operation, the stage of
+# its step (Deleting, WaitingReady; Draining and Verifying with hooks, see
+# make demo-hooks), the pod being acted on, and updated/ready/replicas per
+# component.
 progress() {
   local stop=$1 t0=$EPOCHREALTIME last="" now
   while [[ ! -e $stop ]]; do
-    now=$(host get fc "$FC" -o jsonpath='{.status.operation.type}{"|"}{.status.operation.member}{"|"}{.status.operation.pod}{"|"}{range .status.components[*]}{.name}={.updatedReplicas}/{.readyReplicas}/{.replicas} {end}' 2>/dev/null || true)
+    now=$(host get fc "$FC" -o jsonpath='{.status.operation.type}{"|"}{.status.operation.stage}{"|"}{.status.operation.member}{"|"}{.status.operation.pod}{"|"}{range .status.components[*]}{.name}={.updatedReplicas}/{.readyReplicas}/{.replicas} {end}' 2>/dev/null || true)
     if [[ -n $now && $now != "$last" ]]; then
       last=$now
-      IFS='|' read -r op member pod comps <<<"$now"
-      printf '  %6.2fs  %-10s %-22s %s\n' "$(bc <<<"$EPOCHREALTIME - $t0")" "${op:-idle}" "${pod:+$pod in $member}" "$comps"
+      IFS='|' read -r op stage member pod comps <<<"$now"
+      printf '  %6.2fs  %-10s %-12s %-22s %s\n' "$(bc <<<"$EPOCHREALTIME - $t0")" "${op:-idle}" "${stage:--}" "${pod:+$pod in $member}" "$comps"
     fi
     sleep 0.1
   done
@@ -107,7 +109,7 @@ if host get fc $FC >/dev/null 2>&1; then
   host delete fc $FC --wait=true --timeout=60s >/dev/null
 fi
 host apply -f "$ROOT/config/samples/" >/dev/null
-echo "       op         pod                    component=updated/ready/replicas"
+echo "       op         stage        pod                    component=updated/ready/replicas"
 watch_start
 settled 120
 watch_stop
@@ -124,7 +126,7 @@ for image in $images; do
   i=$((i + 1))
 done
 patch+="]"
-echo "       op         pod                    component=updated/ready/replicas"
+echo "       op         stage        pod                    component=updated/ready/replicas"
 watch_start
 upgrade_start=$SECONDS
 host patch fc $FC --type=json -p "$patch" >/dev/null

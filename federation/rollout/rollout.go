@@ -1067,7 +1067,12 @@ func (p *planner) upgrade(op *v1alpha1.Operation) Plan {
 		if victim == nil {
 			continue
 		}
-		op.Component = c.Name
+		if op.Component != c.Name {
+			// A new component: its turns start from its first member,
+			// even if it waits first (op.Member is the previous
+			// component's).
+			op.Component, op.Member = c.Name, ""
+		}
 		if why, left := p.mayDisrupt(victim); why != "" {
 			return withCompleted(wait(op, why, left), done)
 		}

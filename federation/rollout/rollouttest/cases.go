@@ -836,6 +836,28 @@ func Cases() []Case {
 			WantDelete: "a/demo-pd-1",
 		},
 		{
+			Name: "gate: a new component that waits for its gate still starts from its first member",
+			State: calling(State(Op(v1alpha1.OperationUpgrade, "pd", "b", "", ""),
+				rollout.Component{Name: "pd", Placements: []rollout.Placement{Placement("a", 1, "r2", Pods("pd", "r2", 0)...), Placement("b", 1, "r2", Pods("pd", "r2", 1)...)}},
+				hooked(rollout.Component{Name: "tikv", Placements: []rollout.Placement{
+					Placement("a", 2, "t2", Pods("tikv", "t1", 0, 1)...), Placement("b", 1, "t2", Pods("tikv", "t1", 2)...)}}, gateHooks)),
+				rollout.Calls{Health: map[string]string{"a/demo-tikv-0": "HTTP 500", "b/demo-tikv-2": ""}}),
+			WantOp:      &v1alpha1.Operation{Type: v1alpha1.OperationUpgrade, Component: "tikv"},
+			WantCheck:   []string{"a/demo-tikv-0", "b/demo-tikv-2"},
+			WantHook:    v1alpha1.ReasonHealthCheckFailed,
+			WantMessage: "pod demo-tikv-0 in a: HTTP 500",
+		},
+		{
+			Name: "gate: once it passes, the new component's first member goes first",
+			State: calling(State(Op(v1alpha1.OperationUpgrade, "tikv", "", "", ""),
+				rollout.Component{Name: "pd", Placements: []rollout.Placement{Placement("a", 1, "r2", Pods("pd", "r2", 0)...), Placement("b", 1, "r2", Pods("pd", "r2", 1)...)}},
+				hooked(rollout.Component{Name: "tikv", Placements: []rollout.Placement{
+					Placement("a", 2, "t2", Pods("tikv", "t1", 0, 1)...), Placement("b", 1, "t2", Pods("tikv", "t1", 2)...)}}, gateHooks)),
+				rollout.Calls{Health: healthy("", "a/demo-tikv-0", "b/demo-tikv-2")}),
+			WantOp:     &v1alpha1.Operation{Type: v1alpha1.OperationUpgrade, Component: "tikv", Member: "a", Pod: "demo-tikv-1", PodUID: "demo-tikv-1@t1", TargetRevision: "t2", Stage: v1alpha1.StageDeleting},
+			WantDelete: "a/demo-tikv-1",
+		},
+		{
 			Name: "verify: an available replacement is verified (scope Pod) before the step completes",
 			State: State(staged(Op(v1alpha1.OperationUpgrade, "pd", "a", "demo-pd-1", "demo-pd-1@r1"), v1alpha1.StageWaitingReady, time.Minute), hooked(rollout.Component{Name: "pd", Placements: []rollout.Placement{
 				Placement("a", 2, "r2", append(Pods("pd", "r1", 0), Pods("pd", "r2", 1)...)...), Placement("b", 1, "r2", Pods("pd", "r1", 2)...)}}, gateHooks)),
