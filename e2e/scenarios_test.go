@@ -102,13 +102,16 @@ func TestScenario01CreateSample(t *testing.T) {
 	for _, c := range tbl.ColumnDefinitions {
 		cols = append(cols, c.Name)
 	}
-	assert.Equal(t, []string{"Name", "Replicas", "Ready", "Updated", "Operation", "Pod", "Age"}, cols)
+	assert.Equal(t, []string{"Name", "Ready", "Members", "Replicas", "Ready-Pods", "Updated", "Operation", "Stage", "Pod", "Message", "Age"}, cols)
 	if assert.Len(t, tbl.Rows, 1) {
 		row := tbl.Rows[0].Cells
 		assert.Equal(t, fc.Name, row[0])
-		for i := 1; i <= 3; i++ {
+		assert.Equal(t, "True", fmt.Sprint(row[1]), "column Ready")
+		assert.Equal(t, "2/2", fmt.Sprint(row[2]), "column Members")
+		for i := 3; i <= 5; i++ {
 			assert.Equal(t, "8", fmt.Sprint(row[i]), "column %s", cols[i])
 		}
+		assert.Contains(t, fmt.Sprint(row[9]), "available", "column Message (Progressing)")
 		t.Logf("kubectl get fc: %v", row)
 	}
 

@@ -27,7 +27,9 @@ import (
 // by the registry's probes.
 const memberWriteTimeout = 10 * time.Second
 
-// act carries out plan in the members, after the status write recorded it:
+// act carries out plan in the members, after the status write recorded it
+// (prev is the operation status held before: a completed step is counted
+// in it):
 // headless Services first (pods find each other through them), then the
 // planned creations, then the failed pods' deletions (repairs), then the
 // one disruptive deletion. Creations and deletions are recorded as
@@ -36,7 +38,7 @@ const memberWriteTimeout = 10 * time.Second
 // member that stopped answering costs its own writes only. What failed is
 // kept for the next status (actIssues) and returned, for a rate-limited
 // retry.
-func (r *Reconciler) act(ctx context.Context, fc *v1alpha1.FederationCluster, obs *observation, plan rollout.Plan) error {
+func (r *Reconciler) act(ctx context.Context, fc *v1alpha1.FederationCluster, obs *observation, plan rollout.Plan, prev v1alpha1.OperationType) error {
 	key := client.ObjectKeyFromObject(fc)
 	var errs []error
 	var issues actIssues
@@ -88,7 +90,7 @@ func (r *Reconciler) act(ctx context.Context, fc *v1alpha1.FederationCluster, ob
 			deleted = true
 		}
 	}
-	r.steps.record(plan, deleted)
+	r.steps.record(key, prev, plan, deleted)
 	r.issues.set(key, issues)
 	return errors.Join(errs...)
 }

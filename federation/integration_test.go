@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	"sigs.k8s.io/yaml"
 
 	"github.com/fedop-io/fedop/api/v1alpha1"
@@ -297,6 +298,42 @@ func TestUpgradeOrderAndAvailability(t *testing.T) {
 		}
 	}
 	s.decoys.assertUntouched(t)
+
+	// The metrics say the same: one step per pod of the upgrade, the
+	// conditions, and the pods per member and state.
+	metricsOf := func(name string) map[string]float64 {
+		families, err := ctrlmetrics.Registry.Gather()
+		require.NoError(t, err)
+		out := map[string]float64{}
+		for _, f := range families {
+			if f.GetName() != name {
+				continue
+			}
+			for _, m := range f.GetMetric() {
+				labels := map[string]string{}
+				for _, l := range m.GetLabel() {
+					labels[l.GetName()] = l.GetValue()
+				}
+				if labels["namespace"] != s.ns {
+					continue
+				}
+				delete(labels, "namespace")
+				delete(labels, "name")
+				key := fmt.Sprint(labels)
+				out[key] = m.GetCounter().GetValue() + m.GetGauge().GetValue()
+			}
+		}
+		return out
+	}
+	assert.Equal(t, float64(len(upgradeOrder)), metricsOf("fedop_rollout_steps_total")["map[operation:Upgrade]"], "steps of the upgrade")
+	conditions := metricsOf("fedop_federationcluster_condition")
+	assert.Equal(t, 1.0, conditions["map[status:True type:Ready]"])
+	assert.Equal(t, 0.0, conditions["map[status:False type:Ready]"])
+	assert.Equal(t, 1.0, conditions["map[status:False type:Progressing]"])
+	pods := metricsOf("fedop_federationcluster_pods")
+	assert.Equal(t, 5.0, pods["map[member:k8s-a state:desired]"])
+	assert.Equal(t, 5.0, pods["map[member:k8s-a state:updated]"])
+	assert.Equal(t, 3.0, pods["map[member:k8s-b state:ready]"])
 }
 
 func TestEnvChangeOnOnePlacement(t *testing.T) {

@@ -2,16 +2,27 @@ package federation
 
 import (
 	"github.com/prometheus/client_golang/prometheus"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	"github.com/fedop-io/fedop/api/v1alpha1"
+)
+
+// Pod states of fedop_federationcluster_pods.
+const (
+	podStateDesired = "desired"
+	podStateReady   = "ready"
+	podStateUpdated = "updated"
 )
 
 var (
 	// rolloutSteps counts completed steps: a pod replaced, added or removed
-	// and observed available (or gone).
-	rolloutSteps = prometheus.NewCounter(prometheus.CounterOpts{
+	// and observed available (or gone), by FederationCluster and operation.
+	rolloutSteps = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "fedop_rollout_steps_total",
 		Help: "Rollout steps completed: a pod replaced, added or removed, and the result observed.",
-	})
+	}, []string{"namespace", "name", "operation"})
 	// stepOverhead is the time fedop adds between steps: from the previous
 	// step's pod becoming available (as this process first knew it:
 	// readyClock) to the next deletion issued.
@@ -20,8 +31,63 @@ var (
 		Help:    "Time from the previous step's pod becoming available to the next disruptive action issued.",
 		Buckets: []float64{0.005, 0.01, 0.025, 0.05, 0.1, 0.15, 0.25, 0.5, 1, 2.5, 5, 10},
 	})
+	// conditionGauge is 1 for each condition's current status of a
+	// FederationCluster and 0 for the other two statuses, as
+	// kube-state-metrics exports conditions.
+	conditionGauge = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "fedop_federationcluster_condition",
+		Help: "The conditions of a FederationCluster: 1 for the status each condition has (True, False or Unknown), 0 for the others.",
+	}, []string{"namespace", "name", "type", "status"})
+	// podsGauge counts a FederationCluster's pods per member and state, as
+	// its status says: desired (spec replicas), ready, updated (at the
+	// update revision).
+	podsGauge = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "fedop_federationcluster_pods",
+		Help: "Pods of a FederationCluster per member cluster and state: desired (spec replicas), ready, updated (at the update revision).",
+	}, []string{"namespace", "name", "member", "state"})
 )
 
 func init() {
-	metrics.Registry.MustRegister(rolloutSteps, stepOverhead)
+	metrics.Registry.MustRegister(rolloutSteps, stepOverhead, conditionGauge, podsGauge)
+}
+
+// exportStatus sets the gauges of FederationCluster key from its status,
+// dropping series of members and conditions it no longer has.
+func exportStatus(key client.ObjectKey, st *v1alpha1.FederationClusterStatus) {
+	forgetStatus(key)
+	for _, c := range st.Conditions {
+		for _, s := range []metav1.ConditionStatus{metav1.ConditionTrue, metav1.ConditionFalse, metav1.ConditionUnknown} {
+			v := 0.0
+			if c.Status == s {
+				v = 1
+			}
+			conditionGauge.WithLabelValues(key.Namespace, key.Name, c.Type, string(s)).Set(v)
+		}
+	}
+	type counts struct{ desired, ready, updated int32 }
+	byMember := map[string]*counts{}
+	for _, cs := range st.Components {
+		for _, ps := range cs.Members {
+			c := byMember[ps.Member]
+			if c == nil {
+				c = &counts{}
+				byMember[ps.Member] = c
+			}
+			c.desired += ps.Replicas
+			c.ready += ps.ReadyReplicas
+			c.updated += ps.UpdatedReplicas
+		}
+	}
+	for m, c := range byMember {
+		podsGauge.WithLabelValues(key.Namespace, key.Name, m, podStateDesired).Set(float64(c.desired))
+		podsGauge.WithLabelValues(key.Namespace, key.Name, m, podStateReady).Set(float64(c.ready))
+		podsGauge.WithLabelValues(key.Namespace, key.Name, m, podStateUpdated).Set(float64(c.updated))
+	}
+}
+
+// forgetStatus drops every gauge series of FederationCluster key.
+func forgetStatus(key client.ObjectKey) {
+	labels := prometheus.Labels{"namespace": key.Namespace, "name": key.Name}
+	conditionGauge.DeletePartialMatch(labels)
+	podsGauge.DeletePartialMatch(labels)
 }

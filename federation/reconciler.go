@@ -236,7 +236,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	r.recordTransitions(fc, before, plan, obs, pendingClaims(state, plan.Stuck))
 	r.recordHooks(fc, before, plan, hooks)
 
-	if err := r.act(ctx, fc, obs, plan); err != nil {
+	exportStatus(req.NamespacedName, &status)
+	var prev v1alpha1.OperationType
+	if before.Operation != nil {
+		prev = before.Operation.Type
+	}
+	if err := r.act(ctx, fc, obs, plan, prev); err != nil {
 		return reconcile.Result{}, err
 	}
 	if plan.Delete != nil || len(plan.Create) > 0 {
@@ -251,4 +256,5 @@ func (r *Reconciler) forget(key client.ObjectKey) {
 	r.issues.forget(key)
 	r.status.forget(key)
 	r.hooks.forget(key)
+	forgetStatus(key)
 }

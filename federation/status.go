@@ -50,6 +50,7 @@ func computeStatus(fc *v1alpha1.FederationCluster, members map[string]member.Sta
 		st.Members = append(st.Members, ms)
 	}
 	st.Members = st.Members[:min(len(st.Members), maxStatusMembers)]
+	st.ConnectedMembers = fmt.Sprintf("%d/%d", len(members)-len(missing)-len(disconnected), len(members))
 
 	ordinals := map[string]rollout.ComponentOrdinals{}
 	for _, co := range plan.Ordinals {

@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"github.com/fedop-io/fedop/api/v1alpha1"
 	"github.com/fedop-io/fedop/federation/rollout"
 )
 
@@ -52,14 +53,15 @@ func newStepClock(c clock.PassiveClock) *stepClock {
 	return &stepClock{clock: c, seen: map[types.UID]time.Time{}}
 }
 
-// record counts the step plan completed, if any, and, when plan's
+// record counts the step plan completed, if any, in operation op of
+// FederationCluster key, and, when plan's
 // deletion was issued (deleted), observes the overhead since the completed
 // step's pod became available.
-func (c *stepClock) record(plan rollout.Plan, deleted bool) {
+func (c *stepClock) record(key client.ObjectKey, op v1alpha1.OperationType, plan rollout.Plan, deleted bool) {
 	if plan.Completed == nil {
 		return
 	}
-	rolloutSteps.Inc()
+	rolloutSteps.WithLabelValues(key.Namespace, key.Name, string(op)).Inc()
 	if deleted {
 		since := c.availableAt(plan.Completed.UID, plan.CompletedAt)
 		stepOverhead.Observe(c.clock.Since(since).Seconds())

@@ -691,6 +691,12 @@ type FederationClusterStatus struct {
 	// +listMapKey=name
 	// +kubebuilder:validation:MaxItems=512
 	Members []MemberStatus `json:"members,omitempty"`
+
+	// connectedMembers is "<connected>/<total>" of the members in members,
+	// for `kubectl get` (column MEMBERS).
+	// +optional
+	// +kubebuilder:validation:MaxLength=16
+	ConnectedMembers string `json:"connectedMembers,omitempty"`
 }
 
 // FederationCluster runs one stateful, multi-component system across member
@@ -701,11 +707,15 @@ type FederationClusterStatus struct {
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:shortName=fc,categories=fedop
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Members",type=string,JSONPath=`.status.connectedMembers`
 // +kubebuilder:printcolumn:name="Replicas",type=integer,JSONPath=`.status.replicas`
-// +kubebuilder:printcolumn:name="Ready",type=integer,JSONPath=`.status.readyReplicas`
+// +kubebuilder:printcolumn:name="Ready-Pods",type=integer,JSONPath=`.status.readyReplicas`
 // +kubebuilder:printcolumn:name="Updated",type=integer,JSONPath=`.status.updatedReplicas`
 // +kubebuilder:printcolumn:name="Operation",type=string,JSONPath=`.status.operation.type`
+// +kubebuilder:printcolumn:name="Stage",type=string,JSONPath=`.status.operation.stage`,priority=1
 // +kubebuilder:printcolumn:name="Pod",type=string,JSONPath=`.status.operation.pod`,priority=1
+// +kubebuilder:printcolumn:name="Message",type=string,JSONPath=`.status.conditions[?(@.type=="Progressing")].message`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 // +kubebuilder:validation:XValidation:rule="self.metadata.name.matches('^[a-z]([-a-z0-9]*[a-z0-9])?$')",message="metadata.name must be a DNS-1035 label: it prefixes Service names"
 // +kubebuilder:validation:XValidation:rule="self.spec.components.all(c, size(self.metadata.name) + size(c.name) <= 56)",message="metadata.name and a component name together may have at most 56 characters, so that pod names <name>-<component>-<ordinal> stay within 63"

@@ -105,6 +105,7 @@ EOF
           image: $WORKLOAD_REPO:$tag
           imagePullPolicy: IfNotPresent
           readinessProbe: {httpGet: {path: /, port: 8080}, periodSeconds: 1}
+          env: [{name: HOOK_DELAY, value: "1"}]   # each hook takes 1s, to be seen
 EOF
     if [[ $c != tidb ]]; then
       echo "          volumeMounts: [{name: data, mountPath: /data}]"

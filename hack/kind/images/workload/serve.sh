@@ -17,6 +17,10 @@
 #   GET /calls        200 and the call log, one line per hook call, and
 #                     a "start <unix time> <hostname>" line per start
 #
+# With HOOK_DELAY set (seconds, in the container's environment), /drain,
+# /undrain and /health take that long to answer, as a real drain would:
+# make demo-hooks sets it, so that its stages can be watched.
+#
 # POST is answered as GET, HEAD without a body, other methods with 405. The
 # call log is /data/calls when a volume is mounted at /data (it outlives the
 # container, and each line says which pod wrote it), else /tmp/calls; the
@@ -55,9 +59,11 @@ case $path in
     reply 200 OK "$(cat "$DATA/token")" ;;
   /drain | /undrain)
     hook "${path#/}"
+    [ -z "${HOOK_DELAY:-}" ] || sleep "$HOOK_DELAY"
     reply 200 OK "${path#/}" ;;
   /health)
     hook health
+    [ -z "${HOOK_DELAY:-}" ] || sleep "$HOOK_DELAY"
     [ ! -e "$MARKER" ] || reply 500 "Internal Server Error" "unhealthy"
     reply 200 OK "healthy" ;;
   /health/fail)
