@@ -138,6 +138,10 @@ kind-check: $(BIN)/kubectl ## Check the kind clusters: pod IPs reachable across 
 e2e-kind: ## The e2e suite against the kind clusters: in-cluster manager, real kubelets, docker pause for member faults.
 	hack/kind/e2e.sh
 
+.PHONY: e2e-etcd
+e2e-etcd: ## On the kind clusters (make kind-up KIND_MEMBERS="k8s-a k8s-b k8s-c"): a five-member etcd upgraded under faults, checked for lost writes and linearizability.
+	hack/kind/e2e-etcd.sh
+
 .PHONY: demo-hooks
 demo-hooks: $(BIN)/kubectl ## On the kind clusters (make kind-up): the sample with drain and health hooks, an upgrade shown stage by stage.
 	hack/kind/demo-hooks.sh

@@ -50,6 +50,14 @@ const (
 	// path / on it, so that Ready means a container really answered.
 	// Default 8080.
 	EnvWorkloadPort = "E2E_WORKLOAD_PORT"
+	// EnvEtcdImage is the repository of fedop's etcd image
+	// (hack/kind/etcd-images.sh) and EnvEtcdVersions its two tags, the
+	// versions an upgrade moves between, comma-separated; EnvEtcdCheckImage
+	// is the etcdcheck image with its tag. Without them the etcd scenarios
+	// are skipped (make e2e-etcd sets them).
+	EnvEtcdImage      = "E2E_ETCD_IMAGE"
+	EnvEtcdVersions   = "E2E_ETCD_VERSIONS"
+	EnvEtcdCheckImage = "E2E_ETCDCHECK_IMAGE"
 )
 
 // ProviderLab is the provider name of the local lab (hack/lab.sh).
@@ -94,6 +102,12 @@ type Config struct {
 	// for readiness.
 	WorkloadImage string
 	WorkloadPort  int
+	// EtcdImage (repository), EtcdVersions (at least two tags) and
+	// EtcdCheckImage (with its tag) are the etcd scenarios' images; empty:
+	// those scenarios are skipped.
+	EtcdImage      string
+	EtcdVersions   []string
+	EtcdCheckImage string
 }
 
 // RegisterFlags defines the suite's flags on fs, each defaulted from its
@@ -113,6 +127,15 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.WorkloadImage, "e2e.workload-image", os.Getenv(EnvWorkloadImage), "Image repository (no tag) every pod runs instead of the sample's images, keeping their tags. Env "+EnvWorkloadImage+".")
 	port, _ := strconv.Atoi(envOr(EnvWorkloadPort, strconv.Itoa(DefaultWorkloadPort)))
 	fs.IntVar(&c.WorkloadPort, "e2e.workload-port", port, "HTTP port of the workload image, probed for readiness. Env "+EnvWorkloadPort+".")
+	fs.StringVar(&c.EtcdImage, "e2e.etcd-image", os.Getenv(EnvEtcdImage), "Repository of the etcd image (no tag). Env "+EnvEtcdImage+".")
+	fs.Func("e2e.etcd-versions", "Tags of the etcd image, comma-separated, the first the one created. Env "+EnvEtcdVersions+".", func(v string) error {
+		c.EtcdVersions = strings.Split(v, ",")
+		return nil
+	})
+	if v := os.Getenv(EnvEtcdVersions); v != "" {
+		c.EtcdVersions = strings.Split(v, ",")
+	}
+	fs.StringVar(&c.EtcdCheckImage, "e2e.etcdcheck-image", os.Getenv(EnvEtcdCheckImage), "The etcdcheck image, with its tag. Env "+EnvEtcdCheckImage+".")
 	fs.StringVar(&c.ManagerBinary, "e2e.manager-binary", os.Getenv(EnvManagerBinary), "fedop-manager binary (lab provider). Env "+EnvManagerBinary+"; default: <repo>/bin/fedop-manager.")
 	// fs.Func has no default: take the environment's now, so that a flag
 	// given on the command line replaces it.

@@ -286,6 +286,13 @@ func (s *scenario) setImages(tag string) {
 // when to look; the members say whether it is true.
 func (s *scenario) settle() *v1alpha1.FederationCluster {
 	s.t.Helper()
+	return s.settleWithin(settleTimeout)
+}
+
+// settleWithin is settle with its own timeout, for rollouts longer than
+// the sample's (a real database's).
+func (s *scenario) settleWithin(timeout time.Duration) *v1alpha1.FederationCluster {
+	s.t.Helper()
 	var fc *v1alpha1.FederationCluster
 	require.EventuallyWithT(s.t, func(c *assert.CollectT) {
 		fc = s.get(c)
@@ -305,7 +312,7 @@ func (s *scenario) settle() *v1alpha1.FederationCluster {
 		assertCondition(c, fc, v1alpha1.ConditionMembersConnected, metav1.ConditionTrue, v1alpha1.ReasonConnected)
 		assertCondition(c, fc, v1alpha1.ConditionProgressing, metav1.ConditionFalse, v1alpha1.ReasonComplete)
 		s.assertPodsMatchSpec(c, fc)
-	}, settleTimeout, poll, "FederationCluster %s did not settle", s.key)
+	}, timeout, poll, "FederationCluster %s did not settle", s.key)
 	return fc
 }
 

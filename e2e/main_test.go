@@ -37,7 +37,7 @@ import (
 // before the first scenario runs.
 var fcNames = []string{
 	"create", "upgrade", "env", "scale", "kill", "down", "rotate", "bad", "delete", "delete-down",
-	"stall", "identity", "partition", "stuck", "lost", "frozen", "storage", "hooks", "canary",
+	"stall", "identity", "partition", "stuck", "lost", "frozen", "storage", "hooks", "canary", "etcd",
 }
 
 // suite is what every scenario shares.

@@ -26,36 +26,6 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 out=$KIND_WORK/images
 mkdir -p "$out"
 
-# build_image builds the context directory $1 into every image named in
-# $2..., unless the last of them already carries the label io.fedop.inputs
-# with the hash of the context. docker build runs quietly; its output is
-# shown only when it fails (Docker 28's client warns on every build that the
-# legacy builder is deprecated, which is noise here).
-build_image() {
-  local ctx=$1 inputs current args=() t
-  shift
-  inputs=$(context_hash "$ctx")
-  current=$(docker image inspect --format '{{index .Config.Labels "io.fedop.inputs"}}' "${@: -1}" 2>/dev/null || true)
-  if [[ $current == "$inputs" ]]; then
-    log "Image ${1%:*} is current ($# tags)"
-    return 0
-  fi
-  for t in "$@"; do
-    args+=(-t "$t")
-  done
-  docker build -q --label "io.fedop.inputs=$inputs" "${args[@]}" "$ctx" >"$out/build.log" 2>&1 || {
-    cat "$out/build.log" >&2
-    die "docker build of $ctx failed"
-  }
-  log "Built ${1%:*} ($# tags)"
-}
-
-# context_hash prints a short hash of the files in directory $1, names and
-# contents.
-context_hash() {
-  (cd "$1" && find . -type f -print0 | LC_ALL=C sort -z | xargs -0 sha256sum) | sha256sum | cut -c1-12
-}
-
 # --- Debian's static busybox, for the workload and the provisioner's helper.
 busybox=$out/busybox
 if [[ ! -x $busybox ]]; then

@@ -59,6 +59,8 @@ KIND_HOST=host
 MANAGER_REPO=fedop.local/fedop-manager
 WORKLOAD_REPO=fedop.local/e2e-workload
 STORAGE_REPO=fedop.local/local-path-provisioner
+ETCD_REPO=fedop.local/etcd
+ETCDCHECK_REPO=fedop.local/etcdcheck
 # The workload image carries every tag the e2e suite may set: the sample's
 # v8.5.0 and the upgrades' v8.5.1, v8.5.2, ... (scenario 5 starts another
 # upgrade whenever its ten kills outlast one).
@@ -157,4 +159,35 @@ workload_images() {
   for ((i = 0; i < WORKLOAD_TAGS; i++)); do
     echo "$WORKLOAD_REPO:v8.5.$i"
   done
+}
+
+# build_image builds the context directory $1 into every image named in
+# $2..., unless the last of them already carries the label io.fedop.inputs
+# with the hash of the context. docker build runs quietly; its output is
+# shown only when it fails (Docker 28's client warns on every build that the
+# legacy builder is deprecated, which is noise here).
+build_image() {
+  local ctx=$1 inputs current args=() t
+  shift
+  inputs=$(context_hash "$ctx")
+  current=$(docker image inspect --format '{{index .Config.Labels "io.fedop.inputs"}}' "${@: -1}" 2>/dev/null || true)
+  if [[ $current == "$inputs" ]]; then
+    log "Image ${1%:*} is current ($# tags)"
+    return 0
+  fi
+  for t in "$@"; do
+    args+=(-t "$t")
+  done
+  mkdir -p "$KIND_WORK/images"
+  docker build -q --label "io.fedop.inputs=$inputs" "${args[@]}" "$ctx" >"$KIND_WORK/images/build.log" 2>&1 || {
+    cat "$KIND_WORK/images/build.log" >&2
+    die "docker build of $ctx failed"
+  }
+  log "Built ${1%:*} ($# tags)"
+}
+
+# context_hash prints a short hash of the files in directory $1, names and
+# contents.
+context_hash() {
+  (cd "$1" && find . -type f -print0 | LC_ALL=C sort -z | xargs -0 sha256sum) | sha256sum | cut -c1-12
 }
