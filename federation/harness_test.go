@@ -252,7 +252,8 @@ func startFedop(t *testing.T, env *testenv.Federation, identity string) *fedop {
 		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
 	})
 	require.NoError(t, err)
-	registry := member.NewRegistry(member.Options{Scheme: scheme, CacheSelector: v1alpha1.ManagedBySelector(), ProbePeriod: probePeriod, SyncTimeout: 10 * time.Second, Transform: federation.TrimPod})
+	registry := member.NewRegistry(member.Options{Scheme: scheme, CacheSelector: v1alpha1.ManagedBySelector(), ProbePeriod: probePeriod, SyncTimeout: 10 * time.Second,
+		Transform: federation.TrimPod, Objects: federation.CachedObjects()})
 	require.NoError(t, registry.SetupWithManager(mgr))
 	rec := federation.NewReconciler(federation.Options{
 		Client:   mgr.GetClient(),
