@@ -297,7 +297,8 @@ func requireMemberConnected(t *testing.T, reg *member.Registry, name string) {
 
 // kubelet stands in for the kubelets envtest does not have: kubeletDelay
 // after a pod appears in a member without a Ready condition, it sets
-// status.phase Running and Ready=True through the status subresource. It
+// status.phase Running, a pod IP new to its member (nextIP) and
+// Ready=True through the status subresource. It
 // talks to each member directly, not through the proxy fedop uses, so a
 // severed member still runs its pods. Pods can be held (not made Ready)
 // until released, which lets a test freeze a rollout at a chosen step.
@@ -308,6 +309,8 @@ type kubelet struct {
 	caches  sync.WaitGroup
 	// timers counts the scheduled and running status updates.
 	timers sync.WaitGroup
+	// ips counts the pod IPs handed out.
+	ips atomic.Int64
 
 	// mu guards everything below.
 	mu        sync.Mutex
@@ -444,6 +447,10 @@ func (k *kubelet) markReady(memberName string, key types.NamespacedName, uid typ
 		if err == nil {
 			now := metav1.Now()
 			pod.Status.Phase = corev1.PodRunning
+			if pod.Status.PodIP == "" {
+				ip := k.nextIP(memberName)
+				pod.Status.PodIP, pod.Status.PodIPs = ip, []corev1.PodIP{{IP: ip}}
+			}
 			for _, ct := range []corev1.PodConditionType{corev1.PodScheduled, corev1.ContainersReady, corev1.PodReady} {
 				setPodCondition(&pod, corev1.PodCondition{Type: ct, Status: corev1.ConditionTrue, LastTransitionTime: now})
 			}
@@ -462,6 +469,15 @@ func (k *kubelet) markReady(memberName string, key types.NamespacedName, uid typ
 			}
 		}
 	}
+}
+
+// nextIP returns a pod IP in member's own CIDR that no pod had before:
+// member i of memberNames hands out 10.(241+i).0.0/16, as the lab does, so
+// that a replacement pod has a new IP and pods of different members never
+// share one.
+func (k *kubelet) nextIP(memberName string) string {
+	n := k.ips.Add(1)
+	return fmt.Sprintf("10.%d.%d.%d", 241+slices.Index(memberNames, memberName), n/250, n%250+1)
 }
 
 func setPodCondition(pod *corev1.Pod, c corev1.PodCondition) {
