@@ -9,6 +9,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -84,6 +85,9 @@ type observation struct {
 	now        time.Time
 	members    map[string]*memberView
 	components []*componentView
+	// slices are, by connected member, the EndpointSlices of fc's Services
+	// in its cache (discovery.go).
+	slices map[string][]*discoveryv1.EndpointSlice
 	// ordinalsRecorded says that status records every component's ordinals
 	// (or the FederationCluster is new).
 	ordinalsRecorded bool
@@ -167,6 +171,10 @@ func (r *Reconciler) observe(ctx context.Context, fc *v1alpha1.FederationCluster
 		}
 	}
 	a.forget()
+	// Discovery (discovery.go).
+	if obs.slices, err = readSlices(ctx, fc, obs); err != nil {
+		return nil, err
+	}
 	return obs, nil
 }
 
