@@ -190,8 +190,9 @@ lint-fix: $(GOLANGCI_LINT) ## Run golangci-lint and apply the fixes it can.
 	$(GOLANGCI_LINT) run --fix
 
 .PHONY: build
-build: ## Build bin/fedop-manager, stamped with VERSION and COMMIT.
+build: ## Build bin/fedop-manager and the kubectl plugin bin/kubectl-fedop, stamped with VERSION and COMMIT.
 	go build -ldflags "$(MANAGER_LDFLAGS)" -o $(BIN)/fedop-manager ./cmd/fedop-manager
+	go build -ldflags "$(MANAGER_LDFLAGS)" -o $(BIN)/kubectl-fedop ./cmd/kubectl-fedop
 
 .PHONY: install
 install: $(KUBECTL) ## Install the CRD into the cluster in KUBECONFIG (the lab host: KUBECONFIG=.lab/host.kubeconfig).
