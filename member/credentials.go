@@ -136,9 +136,6 @@ type credentials struct {
 	renewing    bool
 	lastAttempt time.Time
 	lastErr     string
-	// warned is set once the Warning event ReasonCredentialsExpiringSoon
-	// was recorded for these credentials.
-	warned bool
 }
 
 // lifetime is the credentials' whole lifetime; 0 when unknown.

@@ -289,7 +289,9 @@ func TestRegistry(t *testing.T) {
 			assert.Contains(c, s.Message, member.ReasonKubeconfigRefused)
 			assert.Contains(c, s.Message, "still using the previous one")
 		}, wait, tick)
-		assert.Eventually(t, func() bool { return hasEvent(t, host, "k8s-a", corev1.EventTypeWarning, member.ReasonKubeconfigRefused) }, wait, tick)
+		assert.Eventually(t, func() bool {
+			return hasEvent(t, host, "k8s-a", corev1.EventTypeWarning, member.ReasonKubeconfigRefused)
+		}, wait, tick)
 		still, err := reg.Get("k8s-a")
 		require.NoError(t, err)
 		assert.Same(t, cur, still, "the refused kubeconfig replaced the working connection")

@@ -60,7 +60,7 @@ func (o *Options) newPauseCommand(pause bool) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(o.Out, "FederationCluster %s/%s %s\n", fc.Namespace, fc.Name, done)
+			o.say("FederationCluster %s/%s %s", fc.Namespace, fc.Name, done)
 			return nil
 		},
 	}
@@ -95,7 +95,7 @@ ignored, so a release that races with the operation's end is harmless.`,
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(o.Out, "FederationCluster %s/%s: asked fedop to release operation %s started %s\n",
+			o.say("FederationCluster %s/%s: asked fedop to release operation %s started %s",
 				fc.Namespace, fc.Name, op.Type, op.StartedTime.UTC().Format(time.RFC3339))
 			return nil
 		},
@@ -138,7 +138,7 @@ kubectl rollout restart does for a Deployment.`,
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(o.Out, "FederationCluster %s/%s: restarting components %v (%s=%s)\n", fc.Namespace, fc.Name, restarted, AnnotationRestartedAt, now)
+			o.say("FederationCluster %s/%s: restarting components %v (%s=%s)", fc.Namespace, fc.Name, restarted, AnnotationRestartedAt, now)
 			return nil
 		},
 	}

@@ -117,7 +117,8 @@ func (f *fixture) run(ctx context.Context, args ...string) (string, error) {
 // claims without verifying them.
 func jwt(iat, exp time.Time) string {
 	enc := base64.RawURLEncoding.EncodeToString
-	payload := `{"iat":` + strconv.FormatInt(iat.Unix(), 10) + `,"exp":` + strconv.FormatInt(exp.Unix(), 10) + `,"sub":"system:serviceaccount:fedop-system:fedop-member"}`
+	payload := `{"iat":` + strconv.FormatInt(iat.Unix(), 10) + `,"exp":` + strconv.FormatInt(exp.Unix(),
+		10) + `,"sub":"system:serviceaccount:fedop-system:fedop-member"}`
 	return enc([]byte(`{"alg":"RS256"}`)) + "." + enc([]byte(payload)) + ".c2ln"
 }
 
@@ -126,8 +127,9 @@ func memberSecret(t *testing.T, name, server, token string, ann map[string]strin
 	kc, err := memberKubeconfig(name, server, []byte("ca"), token)
 	require.NoError(t, err)
 	return &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Namespace: member.DefaultNamespace, Name: name, Labels: map[string]string{member.LabelMemberCluster: "true"}, Annotations: ann},
-		Data:       map[string][]byte{member.KubeconfigKey: kc},
+		ObjectMeta: metav1.ObjectMeta{Namespace: member.DefaultNamespace, Name: name, Labels: map[string]string{member.LabelMemberCluster: "true"},
+			Annotations: ann},
+		Data: map[string][]byte{member.KubeconfigKey: kc},
 	}
 }
 
@@ -158,23 +160,28 @@ func demo() *v1alpha1.FederationCluster {
 				PodUID: "uid-2", TargetRevision: "7c1d2e3f4a", Stage: v1alpha1.StageWaitingReady, StageStartedTime: &stage,
 				Holder: "fedop-manager-5d8f", StartedTime: started},
 			Components: []v1alpha1.ComponentStatus{
-				{Name: "pd", Rollout: v1alpha1.RolloutPhase("Done"), Replicas: 3, ReadyReplicas: 3, UpdatedReplicas: 3, NextOrdinal: ptr.To[int32](3), Members: []v1alpha1.PlacementStatus{
-					{Member: "k8s-a", Replicas: 2, ReadyReplicas: 2, UpdatedReplicas: 2, CurrentRevision: "a1b2c3d4e5", UpdateRevision: "a1b2c3d4e5", Ordinals: "0-1"},
-					{Member: "k8s-b", Replicas: 1, ReadyReplicas: 1, UpdatedReplicas: 1, CurrentRevision: "a1b2c3d4e5", UpdateRevision: "a1b2c3d4e5", Ordinals: "2"},
-				}},
-				{Name: "tikv", Rollout: v1alpha1.RolloutPhase("InProgress"), Replicas: 3, ReadyReplicas: 2, UpdatedReplicas: 1, NextOrdinal: ptr.To[int32](3), Members: []v1alpha1.PlacementStatus{
-					{Member: "k8s-a", Replicas: 2, ReadyReplicas: 2, UpdatedReplicas: 1, CurrentRevision: "0f9e8d7c6b", UpdateRevision: "7c1d2e3f4a", Ordinals: "0-1"},
-					{Member: "k8s-b", Replicas: 1, ReadyReplicas: 0, UpdatedReplicas: 0, CurrentRevision: "0f9e8d7c6b", UpdateRevision: "7c1d2e3f4a", Ordinals: "2"},
-				}},
+				{Name: "pd", Rollout: v1alpha1.RolloutPhase("Done"), Replicas: 3, ReadyReplicas: 3, UpdatedReplicas: 3,
+					NextOrdinal: ptr.To[int32](3), Members: []v1alpha1.PlacementStatus{
+						{Member: "k8s-a", Replicas: 2, ReadyReplicas: 2, UpdatedReplicas: 2, CurrentRevision: "a1b2c3d4e5", UpdateRevision: "a1b2c3d4e5", Ordinals: "0-1"},
+						{Member: "k8s-b", Replicas: 1, ReadyReplicas: 1, UpdatedReplicas: 1, CurrentRevision: "a1b2c3d4e5", UpdateRevision: "a1b2c3d4e5", Ordinals: "2"},
+					}},
+				{Name: "tikv", Rollout: v1alpha1.RolloutPhase("InProgress"), Replicas: 3, ReadyReplicas: 2,
+					UpdatedReplicas: 1, NextOrdinal: ptr.To[int32](3), Members: []v1alpha1.PlacementStatus{
+						{Member: "k8s-a", Replicas: 2, ReadyReplicas: 2, UpdatedReplicas: 1, CurrentRevision: "0f9e8d7c6b", UpdateRevision: "7c1d2e3f4a", Ordinals: "0-1"},
+						{Member: "k8s-b", Replicas: 1, ReadyReplicas: 0, UpdatedReplicas: 0, CurrentRevision: "0f9e8d7c6b", UpdateRevision: "7c1d2e3f4a", Ordinals: "2"},
+					}},
 			},
 			Members: []v1alpha1.MemberStatus{
 				{Name: "k8s-a", Connected: true, LastProbeTime: &metav1.Time{Time: now.Add(-time.Second)}},
 				{Name: "k8s-b", Connected: true, LastProbeTime: &metav1.Time{Time: now.Add(-2 * time.Second)}},
 			},
 			Conditions: []metav1.Condition{
-				{Type: "Ready", Status: metav1.ConditionFalse, Reason: "PodsNotReady", Message: "1 of 6 pods not ready", LastTransitionTime: metav1.NewTime(now.Add(-20 * time.Second))},
-				{Type: "Progressing", Status: metav1.ConditionTrue, Reason: "Upgrading", Message: "waiting for pod demo-tikv-2 in k8s-b to be ready", LastTransitionTime: started},
-				{Type: "MembersConnected", Status: metav1.ConditionTrue, Reason: "AllConnected", Message: "2 of 2 members connected", LastTransitionTime: metav1.NewTime(now.Add(-time.Hour))},
+				{Type: "Ready", Status: metav1.ConditionFalse, Reason: "PodsNotReady", Message: "1 of 6 pods not ready",
+					LastTransitionTime: metav1.NewTime(now.Add(-20 * time.Second))},
+				{Type: "Progressing", Status: metav1.ConditionTrue, Reason: "Upgrading", Message: "waiting for pod demo-tikv-2 in k8s-b to be ready",
+					LastTransitionTime: started},
+				{Type: "MembersConnected", Status: metav1.ConditionTrue, Reason: "AllConnected", Message: "2 of 2 members connected",
+					LastTransitionTime: metav1.NewTime(now.Add(-time.Hour))},
 			},
 		},
 	}
@@ -189,9 +196,11 @@ func hostObjects(t *testing.T) []client.Object {
 		memberSecret(t, "k8s-b", "https://k8s-b.example:6443", jwt(iat, iat.Add(24*time.Hour)), nil),
 		memberSecret(t, "k8s-c", "https://k8s-c.example:6443", jwt(now.Add(-25*time.Hour), now.Add(-time.Hour)), nil),
 		&eventsv1.Event{ObjectMeta: metav1.ObjectMeta{Namespace: member.DefaultNamespace, Name: "k8s-a.1"}, Reason: "Connected", Action: "Connect",
-			EventTime: metav1.NewMicroTime(now.Add(-2 * time.Hour)), Regarding: corev1.ObjectReference{Kind: "Secret", Namespace: member.DefaultNamespace, Name: "k8s-a"}},
+			EventTime: metav1.NewMicroTime(now.Add(-2 * time.Hour)), Regarding: corev1.ObjectReference{Kind: "Secret",
+				Namespace: member.DefaultNamespace, Name: "k8s-a"}},
 		&eventsv1.Event{ObjectMeta: metav1.ObjectMeta{Namespace: member.DefaultNamespace, Name: "k8s-a.0"}, Reason: "Connected", Action: "Connect",
-			EventTime: metav1.NewMicroTime(now.Add(-5 * time.Hour)), Regarding: corev1.ObjectReference{Kind: "Secret", Namespace: member.DefaultNamespace, Name: "k8s-a"}},
+			EventTime: metav1.NewMicroTime(now.Add(-5 * time.Hour)), Regarding: corev1.ObjectReference{Kind: "Secret",
+				Namespace: member.DefaultNamespace, Name: "k8s-a"}},
 	}
 }
 

@@ -52,6 +52,13 @@ const (
 // on that one, and these objects are not fedop's workload.
 var joinLabels = map[string]string{"app.kubernetes.io/part-of": "fedop", "app.kubernetes.io/managed-by": fieldManager}
 
+// Verbs of the rules join grants.
+const (
+	verbGet    = "get"
+	verbCreate = "create"
+	verbDelete = "delete"
+)
+
 // namespacedRules are what fedop-manager does in a namespace of a member,
 // verb by verb (federation/act.go, discovery.go, cleanup.go, hooks.go):
 // pods are created and deleted (with a UID precondition), never updated;
@@ -61,13 +68,14 @@ var joinLabels = map[string]string{"app.kubernetes.io/part-of": "fedop", "app.ku
 // earlier fedop left behind); Events are created. The member caches list
 // and watch pods, Services, EndpointSlices and claims.
 func namespacedRules() []rbacv1.PolicyRule {
+	applied := []string{verbGet, "list", "watch", verbCreate, "patch", verbDelete}
 	return []rbacv1.PolicyRule{
-		{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get", "list", "watch", "create", "delete"}},
-		{APIGroups: []string{""}, Resources: []string{"pods/proxy"}, Verbs: []string{"get"}},
-		{APIGroups: []string{""}, Resources: []string{"services", "persistentvolumeclaims"}, Verbs: []string{"get", "list", "watch", "create", "patch", "delete"}},
-		{APIGroups: []string{discoveryv1.GroupName}, Resources: []string{"endpointslices"}, Verbs: []string{"get", "list", "watch", "create", "patch", "delete"}},
-		{APIGroups: []string{""}, Resources: []string{"endpoints"}, Verbs: []string{"get", "delete"}},
-		{APIGroups: []string{"", "events.k8s.io"}, Resources: []string{"events"}, Verbs: []string{"create"}},
+		{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{verbGet, "list", "watch", verbCreate, verbDelete}},
+		{APIGroups: []string{""}, Resources: []string{"pods/proxy"}, Verbs: []string{verbGet}},
+		{APIGroups: []string{""}, Resources: []string{"services", "persistentvolumeclaims"}, Verbs: applied},
+		{APIGroups: []string{discoveryv1.GroupName}, Resources: []string{"endpointslices"}, Verbs: applied},
+		{APIGroups: []string{""}, Resources: []string{"endpoints"}, Verbs: []string{verbGet, verbDelete}},
+		{APIGroups: []string{"", "events.k8s.io"}, Resources: []string{"events"}, Verbs: []string{verbCreate}},
 	}
 }
 
@@ -78,9 +86,9 @@ func namespacedRules() []rbacv1.PolicyRule {
 // every namespaced rule in every namespace: the registration script's
 // ClusterRole.
 func clusterRules(clusterWide bool) []rbacv1.PolicyRule {
-	rules := []rbacv1.PolicyRule{{APIGroups: []string{storagev1.GroupName}, Resources: []string{"storageclasses"}, Verbs: []string{"get"}}}
+	rules := []rbacv1.PolicyRule{{APIGroups: []string{storagev1.GroupName}, Resources: []string{"storageclasses"}, Verbs: []string{verbGet}}}
 	if clusterWide {
-		rules = append(rules, rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"namespaces"}, Verbs: []string{"get", "create"}})
+		rules = append(rules, rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"namespaces"}, Verbs: []string{verbGet, verbCreate}})
 		rules = append(rules, namespacedRules()...)
 	}
 	return rules
@@ -123,9 +131,11 @@ clusters have answered. Running it again rotates the token.`,
 	f.StringVar(&jo.memberKubeconfig, "member-kubeconfig", "", "The member cluster's kubeconfig (an identity that may create RBAC there).")
 	f.StringVar(&jo.memberContext, "member-context", "", "The context of --member-kubeconfig to use; its current context when empty.")
 	f.StringSliceVar(&jo.namespaces, "namespaces", nil, "The member namespaces fedop may use (its FederationClusters' namespaces), comma-separated.")
-	f.StringVar(&jo.server, "server", "", "The https URL fedop-manager reaches the member's API server at, when not the kubeconfig's (kind: https://<cluster>-control-plane:6443).")
+	f.StringVar(&jo.server, "server", "",
+		"The https URL fedop-manager reaches the member's API server at, when not the kubeconfig's (kind: https://<cluster>-control-plane:6443).")
 	f.DurationVar(&jo.tokenDuration, "token-duration", 24*time.Hour, "The lifetime of the token (and of each renewed one); the member's API server may cap it.")
-	f.BoolVar(&jo.clusterWide, "cluster-wide", false, "Grant fedop's rights in every namespace of the member, and namespaces get, create (the registration script's behaviour).")
+	f.BoolVar(&jo.clusterWide, "cluster-wide", false,
+		"Grant fedop's rights in every namespace of the member, and namespaces get, create (the registration script's behaviour).")
 	f.BoolVar(&jo.revokeOldTokens, "revoke-old-tokens", false, "Recreate the ServiceAccount first, so that every token minted before stops working.")
 	f.BoolVar(&jo.dryRun, "dry-run", false, "Print the objects join would create in both clusters, and change nothing.")
 	_ = cmd.MarkFlagRequired("member-kubeconfig")
@@ -140,9 +150,9 @@ type memberAccess struct {
 }
 
 // loadMember reads the member kubeconfig and its context.
-func loadMember(path, context, server string) (*memberAccess, error) {
+func loadMember(path, kubeContext, server string) (*memberAccess, error) {
 	rules := &clientcmd.ClientConfigLoadingRules{ExplicitPath: path}
-	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: context}).ClientConfig()
+	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: kubeContext}).ClientConfig()
 	if err != nil {
 		return nil, fmt.Errorf("member kubeconfig %s: %w", path, err)
 	}
@@ -189,18 +199,19 @@ func memberObjects(jo joinOptions) []client.Object {
 		return metav1.ObjectMeta{Namespace: ns, Name: name, Labels: joinLabels}
 	}
 	subject := []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: memberNamespace, Name: serviceAccount}}
-	objs := []client.Object{
+	objs := make([]client.Object, 0, 6+3*len(jo.namespaces))
+	objs = append(objs,
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: memberNamespace}},
 		&corev1.ServiceAccount{ObjectMeta: meta(memberNamespace, serviceAccount)},
 		&rbacv1.Role{ObjectMeta: meta(memberNamespace, tokenRBACName), Rules: []rbacv1.PolicyRule{{
-			APIGroups: []string{""}, Resources: []string{"serviceaccounts/token"}, Verbs: []string{"create"}, ResourceNames: []string{serviceAccount},
+			APIGroups: []string{""}, Resources: []string{"serviceaccounts/token"}, Verbs: []string{verbCreate}, ResourceNames: []string{serviceAccount},
 		}}},
 		&rbacv1.RoleBinding{ObjectMeta: meta(memberNamespace, tokenRBACName), Subjects: subject,
 			RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: tokenRBACName}},
 		&rbacv1.ClusterRole{ObjectMeta: meta("", rbacName), Rules: clusterRules(jo.clusterWide)},
 		&rbacv1.ClusterRoleBinding{ObjectMeta: meta("", rbacName), Subjects: subject,
 			RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: rbacName}},
-	}
+	)
 	for _, ns := range jo.namespaces {
 		objs = append(objs,
 			&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}},
@@ -259,11 +270,11 @@ func (o *Options) join(ctx context.Context, name string, jo joinOptions) error {
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(o.Out, "# In the member cluster (%s): then a token for ServiceAccount %s/%s valid %s\n", m.cfg.Host, memberNamespace, serviceAccount, jo.tokenDuration)
+		o.say("# In the member cluster (%s): then a token for ServiceAccount %s/%s valid %s", m.cfg.Host, memberNamespace, serviceAccount, jo.tokenDuration)
 		if err := printObjects(o.Out, mobjs); err != nil {
 			return err
 		}
-		fmt.Fprintln(o.Out, "# On the host cluster:")
+		o.say("# On the host cluster:")
 		return printObjects(o.Out, o.hostObjects(name, jo, kc))
 	}
 
@@ -287,7 +298,7 @@ func (o *Options) join(ctx context.Context, name string, jo joinOptions) error {
 		return fmt.Errorf("host client: %w", err)
 	}
 
-	fmt.Fprintf(o.ErrOut, "Joining member %s (%s)\n", name, m.server)
+	_, _ = fmt.Fprintf(o.ErrOut, "Joining member %s (%s)\n", name, m.server) // progress only, as o.say
 	if jo.revokeOldTokens {
 		if err := recreateServiceAccount(ctx, mc); err != nil {
 			return err
@@ -316,7 +327,7 @@ func (o *Options) join(ctx context.Context, name string, jo joinOptions) error {
 	if jo.clusterWide {
 		scope = "every namespace"
 	}
-	fmt.Fprintf(o.Out, "Member %s joined: Secret %s/%s on the host; fedop may act in %s; token valid until %s, renewed by fedop-manager\n",
+	o.say("Member %s joined: Secret %s/%s on the host; fedop may act in %s; token valid until %s, renewed by fedop-manager",
 		name, o.FedopNamespace, name, scope, tr.Status.ExpirationTimestamp.UTC().Format(time.RFC3339))
 	return nil
 }

@@ -10,7 +10,6 @@ import (
 	"github.com/spf13/cobra"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
-	"k8s.io/cli-runtime/pkg/printers"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -189,12 +188,12 @@ func eventTime(e *eventsv1.Event) time.Time {
 
 func (o *Options) printMembers(views []MemberView) error {
 	if len(views) == 0 {
-		fmt.Fprintf(o.Out, "No member clusters in %s (kubectl fedop join registers one).\n", o.FedopNamespace)
-		return nil
+		_, err := fmt.Fprintf(o.Out, "No member clusters in %s (kubectl fedop join registers one).\n", o.FedopNamespace)
+		return err
 	}
 	now := o.Now()
-	w := printers.GetNewTabWriter(o.Out)
-	fmt.Fprintln(w, "NAME\tCONNECTED\tSINCE\tLAST PROBE\tCREDENTIALS\tNAMESPACES\tFEDERATIONCLUSTERS\tPODS\tMESSAGE")
+	var b strings.Builder
+	fmt.Fprintln(&b, "NAME\tCONNECTED\tSINCE\tLAST PROBE\tCREDENTIALS\tNAMESPACES\tFEDERATIONCLUSTERS\tPODS\tMESSAGE")
 	for _, v := range views {
 		connected := "-"
 		if v.Connected != nil {
@@ -210,10 +209,10 @@ func (o *Options) printMembers(views []MemberView) error {
 				creds += " (renewed)"
 			}
 		}
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\n", v.Name, connected, agoPtr(now, v.Since), agoPtr(now, v.LastProbe), creds,
+		fmt.Fprintf(&b, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\n", v.Name, connected, agoPtr(now, v.Since), agoPtr(now, v.LastProbe), creds,
 			dash(strings.Join(v.Namespaces, ",")), dash(strings.Join(v.FederationClusters, ",")), v.Pods, dash(v.Message))
 	}
-	return w.Flush()
+	return writeTable(o.Out, b.String())
 }
 
 func agoPtr(now time.Time, t *time.Time) string {

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 	"k8s.io/apimachinery/pkg/util/duration"
+	"k8s.io/cli-runtime/pkg/printers"
 	"sigs.k8s.io/yaml"
 )
 
@@ -50,6 +51,24 @@ func printStructured(out io.Writer, output string, v any) error {
 	}
 	_, err = out.Write(data)
 	return err
+}
+
+// writeTable writes text to out through cli-runtime's tabwriter (kubectl's
+// settings): tab-separated cells of adjacent lines are aligned, and a line
+// without a tab ends a table.
+func writeTable(out io.Writer, text string) error {
+	w := printers.GetNewTabWriter(out)
+	if _, err := io.WriteString(w, text); err != nil {
+		return err
+	}
+	return w.Flush()
+}
+
+// say prints a line of what a command did. The change is made by then: a
+// failed write to the terminal changes nothing of it, so, as kubectl's own
+// messages, it is not an error.
+func (o *Options) say(format string, args ...any) {
+	_, _ = fmt.Fprintf(o.Out, format+"\n", args...)
 }
 
 // isTerminal says whether w is a terminal.

@@ -4,10 +4,10 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/spf13/cobra"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/cli-runtime/pkg/printers"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/fedop-io/fedop/api/v1alpha1"
@@ -135,23 +135,20 @@ func (o *Options) memberPods(ctx context.Context, c client.Client, fc *v1alpha1.
 }
 
 func (o *Options) printPlan(v PlanView) error {
+	var b strings.Builder
 	for _, m := range sortedKeys(v.Unreachable) {
-		fmt.Fprintf(o.Out, "Member %s is out of sight: %s\n", m, v.Unreachable[m])
+		fmt.Fprintf(&b, "Member %s is out of sight: %s\n", m, v.Unreachable[m])
 	}
 	if len(v.Steps) == 0 {
-		fmt.Fprintf(o.Out, "No step: %s\n", v.Then)
-		return nil
+		fmt.Fprintf(&b, "No step: %s\n", v.Then)
+		return writeTable(o.Out, b.String())
 	}
-	w := printers.GetNewTabWriter(o.Out)
-	fmt.Fprintln(w, "STEP\tOPERATION\tACTION\tCOMPONENT\tMEMBER\tPOD\tREVISION")
+	fmt.Fprintln(&b, "STEP\tOPERATION\tACTION\tCOMPONENT\tMEMBER\tPOD\tREVISION")
 	for i, s := range v.Steps {
-		fmt.Fprintf(w, "%d\t%s\t%s\t%s\t%s\t%s\t%s\n", i+1, dash(string(s.Operation)), s.Action, s.Component, s.Member, s.Pod, dash(s.Revision))
+		fmt.Fprintf(&b, "%d\t%s\t%s\t%s\t%s\t%s\t%s\n", i+1, dash(string(s.Operation)), s.Action, s.Component, s.Member, s.Pod, dash(s.Revision))
 	}
-	if err := w.Flush(); err != nil {
-		return err
-	}
-	fmt.Fprintf(o.Out, "Then: %s\n", v.Then)
-	return nil
+	fmt.Fprintf(&b, "Then: %s\n", v.Then)
+	return writeTable(o.Out, b.String())
 }
 
 func sortedKeys[V any](m map[string]V) []string {

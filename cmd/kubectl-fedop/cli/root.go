@@ -85,10 +85,10 @@ func NewCommand(streams genericiooptions.IOStreams) *cobra.Command {
 // NewRootCommand returns the root command for o.
 func (o *Options) NewRootCommand() *cobra.Command {
 	root := &cobra.Command{
-		Use:   "kubectl-fedop",
+		Use: "kubectl-fedop",
 		// Shown as kubectl shows plugins: "kubectl fedop join".
 		Annotations: map[string]string{cobra.CommandDisplayNameAnnotation: "kubectl fedop"},
-		Short: "Join member clusters to fedop and see what fedop does",
+		Short:       "Join member clusters to fedop and see what fedop does",
 		Long: `kubectl fedop joins member clusters to a fedop host with least-privilege,
 self-renewing credentials, and shows FederationClusters: where each pod is,
 which revision it runs, who holds the lock, and what fedop will do next.`,
@@ -98,7 +98,8 @@ which revision it runs, who holds the lock, and what fedop will do next.`,
 	root.SetOut(o.Out)
 	root.SetErr(o.ErrOut)
 	o.ConfigFlags.AddFlags(root.PersistentFlags())
-	root.PersistentFlags().StringVar(&o.FedopNamespace, "fedop-namespace", o.FedopNamespace, "The host namespace of the member cluster Secrets (fedop-manager's --member-namespace).")
+	root.PersistentFlags().StringVar(&o.FedopNamespace, "fedop-namespace", o.FedopNamespace,
+		"The host namespace of the member cluster Secrets (fedop-manager's --member-namespace).")
 	root.AddCommand(o.newJoinCommand(), o.newUnjoinCommand(), o.newMembersCommand(), o.newStatusCommand(), o.newPlanCommand())
 	root.AddCommand(o.newPauseCommand(true), o.newPauseCommand(false), o.newReleaseCommand(), o.newRestartCommand())
 	return root

@@ -11,7 +11,6 @@ import (
 	"github.com/spf13/cobra"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
-	"k8s.io/cli-runtime/pkg/printers"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/fedop-io/fedop/api/v1alpha1"
@@ -130,16 +129,23 @@ func lock(now time.Time, op *v1alpha1.Operation) string {
 // printStatus draws v: the matrix, revisions, the lock, members and
 // conditions.
 func printStatus(out io.Writer, now time.Time, v StatusView, color painter) error {
+	// Each table goes through a tabwriter of its own: kubectl's remembers
+	// column widths from one table to the next.
+	var b strings.Builder
+	var tables []string
+	next := func() {
+		tables = append(tables, b.String())
+		b.Reset()
+	}
 	paused := ""
 	if v.Paused {
 		paused = ", " + color.paint(colorYellow, "paused")
 	}
-	fmt.Fprintf(out, "FederationCluster %s/%s, generation %d (observed %d)%s\n\n", v.Namespace, v.Name, v.Generation, v.ObservedGeneration, paused)
-
-	w := printers.GetNewTabWriter(out)
-	fmt.Fprintf(w, "COMPONENT\t%s\tROLLOUT\n", strings.ToUpper(strings.Join(v.Members, "\t")))
+	fmt.Fprintf(&b, "FederationCluster %s/%s, generation %d (observed %d)%s\n\n", v.Namespace, v.Name, v.Generation, v.ObservedGeneration, paused)
+	fmt.Fprintf(&b, "COMPONENT\t%s\tROLLOUT\n", strings.ToUpper(strings.Join(v.Members, "\t")))
 	for _, component := range components(v) {
-		row := []string{component}
+		row := make([]string, 0, len(v.Members)+2)
+		row = append(row, component)
 		phase := ""
 		for _, m := range v.Members {
 			cell := "-"
@@ -152,25 +158,20 @@ func printStatus(out io.Writer, now time.Time, v StatusView, color painter) erro
 			row = append(row, cell)
 		}
 		row = append(row, dash(phase))
-		fmt.Fprintln(w, strings.Join(row, "\t"))
+		fmt.Fprintln(&b, strings.Join(row, "\t"))
 	}
-	if err := w.Flush(); err != nil {
-		return err
-	}
-	fmt.Fprintln(out, "(cells: pods ready/updated/desired)")
+	fmt.Fprintln(&b, "(cells: pods ready/updated/desired)")
+	next()
 
-	fmt.Fprintln(out)
-	w = printers.GetNewTabWriter(out)
-	fmt.Fprintln(w, "COMPONENT\tMEMBER\tCURRENT REVISION\tUPDATE REVISION")
+	fmt.Fprintln(&b)
+	fmt.Fprintln(&b, "COMPONENT\tMEMBER\tCURRENT REVISION\tUPDATE REVISION")
 	for _, c := range v.Cells {
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s\n", c.Component, c.Member, dash(c.CurrentRevision), dash(c.UpdateRevision))
-	}
-	if err := w.Flush(); err != nil {
-		return err
+		fmt.Fprintf(&b, "%s\t%s\t%s\t%s\n", c.Component, c.Member, dash(c.CurrentRevision), dash(c.UpdateRevision))
 	}
 
-	fmt.Fprintf(out, "\nLock: %s\n", lock(now, v.Operation))
-	var members []string
+	next()
+	fmt.Fprintf(&b, "\nLock: %s\n", lock(now, v.Operation))
+	members := make([]string, 0, len(v.MemberStatus))
 	for _, m := range v.MemberStatus {
 		s := color.paint(colorGreen, "connected")
 		if !m.Connected {
@@ -181,12 +182,11 @@ func printStatus(out io.Writer, now time.Time, v StatusView, color painter) erro
 		}
 		members = append(members, m.Name+" "+s)
 	}
-	fmt.Fprintf(out, "Members: %s\n", dash(strings.Join(members, ", ")))
+	fmt.Fprintf(&b, "Members: %s\n", dash(strings.Join(members, ", ")))
 
 	if len(v.Conditions) > 0 {
-		fmt.Fprintln(out)
-		w = printers.GetNewTabWriter(out)
-		fmt.Fprintln(w, "CONDITION\tSTATUS\tREASON\tAGE\tMESSAGE")
+		fmt.Fprintln(&b)
+		fmt.Fprintln(&b, "CONDITION\tSTATUS\tREASON\tAGE\tMESSAGE")
 		for _, c := range v.Conditions {
 			st := string(c.Status)
 			switch c.Status {
@@ -197,9 +197,14 @@ func printStatus(out io.Writer, now time.Time, v StatusView, color painter) erro
 			default:
 				st = color.paint(colorYellow, st)
 			}
-			fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\n", c.Type, st, c.Reason, ago(now, c.LastTransitionTime.Time), dash(c.Message))
+			fmt.Fprintf(&b, "%s\t%s\t%s\t%s\t%s\n", c.Type, st, c.Reason, ago(now, c.LastTransitionTime.Time), dash(c.Message))
 		}
-		return w.Flush()
+	}
+	next()
+	for _, t := range tables {
+		if err := writeTable(out, t); err != nil {
+			return err
+		}
 	}
 	return nil
 }
@@ -227,9 +232,9 @@ func cellColor(c Cell) string {
 
 // summary is one line of status -w when stdout is not a terminal: what
 // changes from one step to the next.
-func summary(now time.Time, v StatusView) string {
+func summary(v StatusView) string {
 	var ready, updated, desired int32
-	var cells []string
+	cells := make([]string, 0, len(v.Cells))
 	for _, c := range v.Cells {
 		ready += c.Ready
 		updated += c.Updated
@@ -306,15 +311,22 @@ func (o *Options) watchStatus(ctx context.Context, c client.WithWatch, fc *v1alp
 		now := o.Now()
 		switch {
 		case tty:
-			fmt.Fprint(o.Out, clearScreen)
-			return printStatus(o.Out, now, statusView(fc), painter(!noColor))
+			var b strings.Builder
+			b.WriteString(clearScreen)
+			if err := printStatus(&b, now, statusView(fc), painter(!noColor)); err != nil {
+				return err
+			}
+			_, err := io.WriteString(o.Out, b.String())
+			return err
 		case output != outputTable:
 			return printStructured(o.Out, output, statusView(fc))
 		default:
-			line := summary(now, statusView(fc))
+			line := summary(statusView(fc))
 			if line != last {
 				last = line
-				fmt.Fprintf(o.Out, "%s %s\n", now.UTC().Format("15:04:05"), line)
+				if _, err := fmt.Fprintf(o.Out, "%s %s\n", now.UTC().Format("15:04:05"), line); err != nil {
+					return err
+				}
 			}
 			return nil
 		}
@@ -338,8 +350,8 @@ func (o *Options) watchStatus(ctx context.Context, c client.WithWatch, fc *v1alp
 			}
 			switch ev.Type {
 			case watch.Deleted:
-				fmt.Fprintf(o.Out, "FederationCluster %s/%s deleted\n", fc.Namespace, fc.Name)
-				return nil
+				_, err := fmt.Fprintf(o.Out, "FederationCluster %s/%s deleted\n", fc.Namespace, fc.Name)
+				return err
 			case watch.Added, watch.Modified:
 				if got, ok := ev.Object.(*v1alpha1.FederationCluster); ok {
 					if err := show(got); err != nil {

@@ -70,9 +70,9 @@ func (o *Options) unjoin(ctx context.Context, name, memberKubeconfig, memberCont
 	if err := hc.Delete(ctx, secret); err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("deleting Secret %s/%s: %w", o.FedopNamespace, name, err)
 	}
-	fmt.Fprintf(o.Out, "Secret %s/%s deleted: fedop-manager disconnects from member %s\n", o.FedopNamespace, name, name)
+	o.say("Secret %s/%s deleted: fedop-manager disconnects from member %s", o.FedopNamespace, name, name)
 	if mc == nil {
-		fmt.Fprintf(o.Out, "In the member, ServiceAccount %s/%s and its RBAC (label app.kubernetes.io/managed-by=%s) are left: pass --member-kubeconfig to delete them\n",
+		o.say("In the member, ServiceAccount %s/%s and its RBAC (label app.kubernetes.io/managed-by=%s) are left: pass --member-kubeconfig to delete them",
 			memberNamespace, serviceAccount, fieldManager)
 		return nil
 	}
@@ -107,6 +107,7 @@ func deleteMemberRBAC(ctx context.Context, c client.Client, o *Options) error {
 			return fmt.Errorf("deleting %T %s in the member: %w", obj, client.ObjectKeyFromObject(obj), err)
 		}
 	}
-	fmt.Fprintf(o.Out, "Deleted ServiceAccount %s/%s and its RBAC in the member (%d Roles and RoleBindings)\n", memberNamespace, serviceAccount, len(roles.Items)+len(bindings.Items))
+	o.say("Deleted ServiceAccount %s/%s and its RBAC in the member (%d Roles and RoleBindings)",
+		memberNamespace, serviceAccount, len(roles.Items)+len(bindings.Items))
 	return nil
 }
