@@ -1,6 +1,7 @@
 package member
 
 import (
+	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -18,6 +19,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
+	clocktesting "k8s.io/utils/clock/testing"
 )
 
 // jwt returns an unsigned token with payload: enough for a decoder that,
@@ -99,4 +101,53 @@ func selfSigned(t *testing.T, notBefore, notAfter time.Time) []byte {
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
 	require.NoError(t, err)
 	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
+}
+
+// TestCheckCredentials: a member past RenewFraction of its token's
+// lifetime is renewed (here the renewal fails: no host client), and one
+// with less than a tenth left whose renewal failed, or that names no
+// ServiceAccount, reports CredentialsExpiringSoon.
+func TestCheckCredentials(t *testing.T) {
+	start := time.Unix(1_000_000, 0)
+	clk := clocktesting.NewFakeClock(start)
+	r := NewRegistry(Options{Clock: clk})
+	ctx := context.Background()
+	add := func(name string, account types.NamespacedName) {
+		in := &instance{name: name, ctx: ctx, creds: credentials{notBefore: start, notAfter: start.Add(time.Hour), account: account, duration: time.Hour}}
+		r.members[name] = &member{inst: in, creds: in.creds, state: State{Name: name, Registered: true, Connected: true}}
+	}
+	add("renewed", types.NamespacedName{Namespace: "fedop-system", Name: "fedop-member"})
+	add("unrenewable", types.NamespacedName{})
+
+	// Half the lifetime: nothing due, nothing to report.
+	clk.SetTime(start.Add(30 * time.Minute))
+	r.checkCredentials(ctx)
+	for _, name := range []string{"renewed", "unrenewable"} {
+		assert.Empty(t, r.State(name).CredentialsReason)
+	}
+	r.mu.Lock()
+	assert.False(t, r.members["renewed"].creds.renewing)
+	r.mu.Unlock()
+
+	// Two thirds: the renewal starts, and fails.
+	clk.SetTime(start.Add(41 * time.Minute))
+	r.checkCredentials(ctx)
+	require.Eventually(t, func() bool {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		c := r.members["renewed"].creds
+		return !c.renewing && c.lastErr != ""
+	}, 10*time.Second, 10*time.Millisecond)
+	assert.Empty(t, r.State("renewed").CredentialsReason, "reported with a third of the lifetime left")
+
+	// Less than a tenth left: both report it.
+	clk.SetTime(start.Add(55 * time.Minute))
+	r.checkCredentials(ctx)
+	st := r.State("renewed")
+	assert.Equal(t, ReasonCredentialsExpiringSoon, st.CredentialsReason)
+	assert.Contains(t, st.CredentialsMessage, "renewing them failed: no host client")
+	assert.True(t, st.Connected, "expiring soon is not disconnected")
+	st = r.State("unrenewable")
+	assert.Equal(t, ReasonCredentialsExpiringSoon, st.CredentialsReason)
+	assert.Contains(t, st.CredentialsMessage, AnnotationServiceAccount)
 }
