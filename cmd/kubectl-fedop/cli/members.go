@@ -44,7 +44,8 @@ type MemberView struct {
 	// Pods counts fedop's pods there, as the FederationClusters' status
 	// counts them.
 	Pods int32 `json:"pods"`
-	// Message is the latest status message about it, if any.
+	// Message is the latest status message about it, else the latest
+	// Warning Event on its Secret since it connected, if any.
 	Message string `json:"message,omitempty"`
 }
 
@@ -111,41 +112,63 @@ func (o *Options) members(ctx context.Context, c client.Client) ([]MemberView, e
 		} else {
 			v.Message = "kubeconfig: " + err.Error()
 		}
-		for j := range fcs.Items {
-			fc := &fcs.Items[j]
-			if !usesMember(fc, s.Name) {
-				continue
-			}
-			v.FederationClusters = append(v.FederationClusters, fc.Namespace+"/"+fc.Name)
-			v.Pods += podsIn(fc, s.Name)
-			for _, ms := range fc.Status.Members {
-				if ms.Name != s.Name || (v.LastProbe != nil && ms.LastProbeTime != nil && !ms.LastProbeTime.After(*v.LastProbe)) {
-					continue
-				}
-				connected := ms.Connected
-				v.Connected = &connected
-				if ms.LastProbeTime != nil {
-					t := ms.LastProbeTime.Time
-					v.LastProbe = &t
-				}
-				if ms.Message != "" {
-					v.Message = ms.Message
-				}
-			}
-		}
-		for j := range events.Items {
-			e := &events.Items[j]
-			if e.Regarding.Kind != "Secret" || e.Regarding.Name != s.Name || e.Reason != "Connected" {
-				continue
-			}
-			if t := eventTime(e); v.Since == nil || t.After(*v.Since) {
-				v.Since = &t
-			}
-		}
+		v.fromStatus(fcs.Items)
+		v.fromEvents(events.Items)
 		views = append(views, v)
 	}
 	slices.SortFunc(views, func(a, b MemberView) int { return strings.Compare(a.Name, b.Name) })
 	return views, nil
+}
+
+// fromStatus fills in what the FederationClusters fcs say of the member:
+// which use it, its pods, and the latest probe their status records.
+func (v *MemberView) fromStatus(fcs []v1alpha1.FederationCluster) {
+	for j := range fcs {
+		fc := &fcs[j]
+		if !usesMember(fc, v.Name) {
+			continue
+		}
+		v.FederationClusters = append(v.FederationClusters, fc.Namespace+"/"+fc.Name)
+		v.Pods += podsIn(fc, v.Name)
+		for _, ms := range fc.Status.Members {
+			if ms.Name != v.Name || (v.LastProbe != nil && ms.LastProbeTime != nil && !ms.LastProbeTime.After(*v.LastProbe)) {
+				continue
+			}
+			connected := ms.Connected
+			v.Connected = &connected
+			if ms.LastProbeTime != nil {
+				t := ms.LastProbeTime.Time
+				v.LastProbe = &t
+			}
+			if ms.Message != "" {
+				v.Message = ms.Message
+			}
+		}
+	}
+}
+
+// fromEvents fills in what the Events on the member's Secret say.
+func (v *MemberView) fromEvents(events []eventsv1.Event) {
+	// Since: the latest Connected Event. A Warning Event after it
+	// (a refused kubeconfig, a failed renewal, credentials expiring
+	// soon) is the message, unless status has one.
+	var warning *eventsv1.Event
+	for j := range events {
+		e := &events[j]
+		if e.Regarding.Kind != "Secret" || e.Regarding.Name != v.Name {
+			continue
+		}
+		t := eventTime(e)
+		switch {
+		case e.Reason == "Connected" && (v.Since == nil || t.After(*v.Since)):
+			v.Since = &t
+		case e.Type == corev1.EventTypeWarning && (warning == nil || t.After(eventTime(warning))):
+			warning = e
+		}
+	}
+	if warning != nil && v.Message == "" && (v.Since == nil || eventTime(warning).After(*v.Since)) {
+		v.Message = warning.Reason + ": " + warning.Note
+	}
 }
 
 // usesMember says whether fc's spec places pods in member, or its status
