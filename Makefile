@@ -245,9 +245,9 @@ vet: ## Run go vet.
 # test-unit runs the tests that start no API server and no lab, in
 # seconds. Left out, and run by `make test`: internal/testenv; federation/,
 # whose TestMain starts API servers for the whole package; member's
-# TestRegistry; e2e/ (build tag e2e).
+# TestRegistry; kubectl-fedop's TestJoinOnRealClusters; e2e/ (build tag e2e).
 UNIT_PACKAGES = $(shell go list ./... | grep -v -e '/internal/testenv$$' -e '/federation$$' -e '/e2e$$')
-UNIT_SKIP := ^TestRegistry$$
+UNIT_SKIP := ^(TestRegistry|TestJoinOnRealClusters)$$
 
 .PHONY: test-unit
 test-unit: ## Unit tests only (no API servers, no lab): seconds, for the edit-test loop.
