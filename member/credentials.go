@@ -219,7 +219,13 @@ func (r *Registry) checkCredentials(ctx context.Context) {
 			(!c.lastAttempt.IsZero() && now.Sub(c.lastAttempt) < retry) {
 			continue
 		}
+		if r.stopped {
+			continue
+		}
 		c.renewing, c.lastAttempt = true, now
+		// Added under the lock stopAll takes before it waits: shutdown
+		// waits for the renewal.
+		r.running.Add(1)
 		renew = append(renew, due{name: name, in: m.inst, c: *c})
 	}
 	r.mu.Unlock()
@@ -233,6 +239,7 @@ func (r *Registry) checkCredentials(ctx context.Context) {
 	}
 	for _, d := range renew {
 		go func() {
+			defer r.running.Done()
 			err := r.renew(ctx, d.name, d.in, d.c)
 			r.mu.Lock()
 			if m, ok := r.members[d.name]; ok {

@@ -225,8 +225,9 @@ type Registry struct {
 	// the registry stops every member at once when the manager stops.
 	ctx    context.Context
 	cancel context.CancelFunc
-	// running counts the goroutines running a member's cluster.Start, so
-	// that shutdown returns only when every member has stopped.
+	// running counts the goroutines running a member's cluster.Start or
+	// renewing its token, so that shutdown returns only when every member
+	// has stopped.
 	running sync.WaitGroup
 
 	// Set once by SetupWithManager, before the manager starts anything

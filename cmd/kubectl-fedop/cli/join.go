@@ -61,7 +61,8 @@ const (
 
 // namespacedRules are what fedop-manager does in a namespace of a member,
 // verb by verb (federation/act.go, discovery.go, cleanup.go, hooks.go):
-// pods are created and deleted (with a UID precondition), never updated;
+// pods are created and deleted (with a UID precondition; the finalizer's
+// cleanup deletes them as a collection, by fedop's labels), never updated;
 // Services, EndpointSlices and claims are written by server-side apply
 // (create, patch) and deleted; pods/proxy GET calls lifecycle hooks;
 // Endpoints are read and deleted (the one a selector-less Service of an
@@ -70,7 +71,7 @@ const (
 func namespacedRules() []rbacv1.PolicyRule {
 	applied := []string{verbGet, "list", "watch", verbCreate, "patch", verbDelete}
 	return []rbacv1.PolicyRule{
-		{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{verbGet, "list", "watch", verbCreate, verbDelete}},
+		{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{verbGet, "list", "watch", verbCreate, verbDelete, "deletecollection"}},
 		{APIGroups: []string{""}, Resources: []string{"pods/proxy"}, Verbs: []string{verbGet}},
 		{APIGroups: []string{""}, Resources: []string{"services", "persistentvolumeclaims"}, Verbs: applied},
 		{APIGroups: []string{discoveryv1.GroupName}, Resources: []string{"endpointslices"}, Verbs: applied},
@@ -119,7 +120,8 @@ the right to request tokens for itself; a token from the TokenRequest API; on
 the host, Secret NAME in fedop-system with a kubeconfig fedop-manager reads and
 renews before the token expires. --cluster-wide grants the same in every
 namespace instead (and namespaces get, create). Nothing is changed until both
-clusters have answered. Running it again rotates the token.`,
+clusters have answered. Running it again rotates the token, and takes the
+rights away in namespaces no longer listed.`,
 		Example: `  kubectl fedop join k8s-a --member-kubeconfig k8s-a.kubeconfig --namespaces db
   kubectl fedop join k8s-a --member-kubeconfig k8s-a.kubeconfig --cluster-wide --dry-run`,
 		Args: cobra.ExactArgs(1),
@@ -309,6 +311,9 @@ func (o *Options) join(ctx context.Context, name string, jo joinOptions) error {
 			return fmt.Errorf("in the member: %w", err)
 		}
 	}
+	if err := pruneRoles(ctx, mc, jo.namespaces); err != nil {
+		return fmt.Errorf("in the member: %w", err)
+	}
 	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: memberNamespace, Name: serviceAccount}}
 	tr := &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To(int64(jo.tokenDuration / time.Second))}}
 	if err := mc.SubResource("token").Create(ctx, sa, tr); err != nil {
@@ -329,6 +334,38 @@ func (o *Options) join(ctx context.Context, name string, jo joinOptions) error {
 	}
 	o.say("Member %s joined: Secret %s/%s on the host; fedop may act in %s; token valid until %s, renewed by fedop-manager",
 		name, o.FedopNamespace, name, scope, tr.Status.ExpirationTimestamp.UTC().Format(time.RFC3339))
+	return nil
+}
+
+// pruneRoles deletes the Roles and RoleBindings an earlier join created in
+// namespaces that keep is not listing any more (all of them with
+// --cluster-wide, whose ClusterRole grants the same everywhere): a join
+// with fewer namespaces takes the rights in the others away.
+func pruneRoles(ctx context.Context, c client.Client, keep []string) error {
+	var roles rbacv1.RoleList
+	var bindings rbacv1.RoleBindingList
+	if err := c.List(ctx, &roles, client.MatchingLabels(joinLabels)); err != nil {
+		return fmt.Errorf("listing Roles: %w", err)
+	}
+	if err := c.List(ctx, &bindings, client.MatchingLabels(joinLabels)); err != nil {
+		return fmt.Errorf("listing RoleBindings: %w", err)
+	}
+	var stale []client.Object
+	for i := range bindings.Items {
+		if b := &bindings.Items[i]; b.Name == rbacName && !slices.Contains(keep, b.Namespace) {
+			stale = append(stale, b)
+		}
+	}
+	for i := range roles.Items {
+		if r := &roles.Items[i]; r.Name == rbacName && !slices.Contains(keep, r.Namespace) {
+			stale = append(stale, r)
+		}
+	}
+	for _, obj := range stale {
+		if err := client.IgnoreNotFound(c.Delete(ctx, obj)); err != nil {
+			return fmt.Errorf("deleting %s/%s, no longer listed: %w", obj.GetNamespace(), obj.GetName(), err)
+		}
+	}
 	return nil
 }
 

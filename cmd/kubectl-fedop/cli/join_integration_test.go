@@ -100,7 +100,7 @@ func TestJoinOnRealClusters(t *testing.T) {
 		}
 		// What fedop does in a namespace (join.go's namespacedRules).
 		want := map[string][]string{
-			"/pods":                           {"get", "list", "watch", "create", "delete"},
+			"/pods":                           {"get", "list", "watch", "create", "delete", "deletecollection"},
 			"/pods/proxy":                     {"get"},
 			"/services":                       {"get", "list", "watch", "create", "patch", "delete"},
 			"/persistentvolumeclaims":         {"get", "list", "watch", "create", "patch", "delete"},
@@ -143,6 +143,24 @@ func TestJoinOnRealClusters(t *testing.T) {
 		assert.False(t, allowed("db", "", "serviceaccounts", "token", "create", "fedop-member"))
 	})
 
+	t.Run("joining again with fewer namespaces takes the rights in the others away", func(t *testing.T) {
+		require.NoError(t, run("join", "k8s-a", "--member-kubeconfig", memberPath, "--namespaces", "db", "--token-duration", "10m"))
+		var s corev1.Secret
+		require.NoError(t, f.Host.Client.Get(ctx, client.ObjectKey{Namespace: member.DefaultNamespace, Name: "k8s-a"}, &s))
+		assert.Equal(t, "db", s.Annotations[member.AnnotationNamespaces])
+		joined = s.Data[member.KubeconfigKey]
+		cfg, err := member.ParseKubeconfig(joined, false)
+		require.NoError(t, err)
+		c, err := client.New(cfg, client.Options{Scheme: Scheme()})
+		require.NoError(t, err)
+		for ns, want := range map[string]bool{"db": true, "cache": false} {
+			r := &authorizationv1.SelfSubjectAccessReview{Spec: authorizationv1.SelfSubjectAccessReviewSpec{ResourceAttributes: &authorizationv1.ResourceAttributes{
+				Namespace: ns, Resource: "pods", Verb: "create"}}}
+			require.NoError(t, c.Create(ctx, r))
+			assert.Equal(t, want, r.Status.Allowed, "create pods in %s", ns)
+		}
+	})
+
 	t.Run("fedop-manager connects with the namespaced identity and renews the token before it expires", func(t *testing.T) {
 		mgr, err := ctrl.NewManager(f.Host.Config, ctrl.Options{
 			Scheme: Scheme(), Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0",
@@ -166,7 +184,7 @@ func TestJoinOnRealClusters(t *testing.T) {
 			assert.NoError(t, <-done)
 		})
 
-		// The cache lists pods, Services and claims in db and cache only:
+		// The cache lists pods, Services and claims in db only:
 		// connecting proves the Roles suffice for it.
 		require.EventuallyWithT(t, func(c *assert.CollectT) {
 			s := reg.State("k8s-a")
