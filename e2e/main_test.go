@@ -38,6 +38,7 @@ import (
 var fcNames = []string{
 	"create", "upgrade", "env", "scale", "kill", "down", "rotate", "bad", "delete", "delete-down",
 	"stall", "identity", "partition", "stuck", "lost", "frozen", "storage", "hooks", "canary", "etcd",
+	"discovery", "dns",
 }
 
 // suite is what every scenario shares.

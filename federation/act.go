@@ -9,7 +9,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -29,10 +28,10 @@ const memberWriteTimeout = 10 * time.Second
 
 // act carries out plan in the members, after the status write recorded it
 // (prev is the operation status held before: a completed step is counted
-// in it):
-// headless Services first (pods find each other through them), then the
-// planned creations, then the failed pods' deletions (repairs), then the
-// one disruptive deletion. Creations and deletions are recorded as
+// in it): headless Services and their EndpointSlices first (pods find each
+// other through them: discovery.go), then the claims, then the planned
+// creations, then the failed pods' deletions (repairs), then the one
+// disruptive deletion. Creations and deletions are recorded as
 // expectations, so a reconcile that runs before the caches catch up waits
 // rather than writing again. Each member write has its own deadline, so a
 // member that stopped answering costs its own writes only. What failed is
@@ -46,13 +45,19 @@ func (r *Reconciler) act(ctx context.Context, fc *v1alpha1.FederationCluster, ob
 		errs = append(errs, err)
 		issues.failed = append(issues.failed, err.Error())
 	}
-	for _, err := range r.syncServices(ctx, fc, obs) {
+	// Discovery (discovery.go): Services and EndpointSlices first; a
+	// component's pods are created in a member only once they are in place.
+	inPlace, discoveryErrs := r.syncDiscovery(ctx, fc, obs)
+	for _, err := range discoveryErrs {
 		failed(err)
 	}
 	for _, err := range r.syncClaims(ctx, fc, obs, plan) {
 		failed(err)
 	}
 	for _, ref := range plan.Create {
+		if !inPlace.has(ref.Member, ref.Component) {
+			continue // the failed write is reported above and retried
+		}
 		err := r.createPod(ctx, fc, obs, ref)
 		var taken *nameTakenError
 		switch {
@@ -331,86 +336,4 @@ func ensureNamespace(ctx context.Context, c client.Client, name string) error {
 		return fmt.Errorf("creating namespace %s: %w", name, err)
 	}
 	return nil
-}
-
-// syncServices keeps one headless Service per component in every connected
-// member that hosts it, applied (server-side, field manager fedop) only when
-// missing or drifted, so a steady federation costs no writes. A Service of a
-// component a member no longer hosts is deleted once its pods are gone,
-// whenever fedop sees it (observe finds it in any connected member), so
-// one whose deletion failed is deleted later. Each member's writes have
-// their own deadline; the errors are returned one per failed write.
-func (r *Reconciler) syncServices(ctx context.Context, fc *v1alpha1.FederationCluster, obs *observation) []error {
-	var errs []error
-	deadlines := map[string]context.Context{}
-	var cancels []context.CancelFunc
-	defer func() {
-		for _, cancel := range cancels {
-			cancel()
-		}
-	}()
-	memberCtx := func(name string) context.Context {
-		if c, ok := deadlines[name]; ok {
-			return c
-		}
-		c, cancel := context.WithTimeout(ctx, memberWriteTimeout)
-		cancels = append(cancels, cancel)
-		deadlines[name] = c
-		return c
-	}
-	for _, cv := range obs.components {
-		for _, pv := range cv.placements {
-			mv := obs.members[pv.member]
-			if mv == nil || mv.cluster == nil {
-				continue
-			}
-			c := mv.cluster.GetClient()
-			hosts := cv.spec != nil && pv.spec != nil && pv.spec.Replicas > 0
-			switch {
-			case hosts && (pv.service == nil || serviceDrifted(pv.service, desiredService(fc, cv.spec, pv.member))):
-				wctx := memberCtx(pv.member)
-				if pv.service == nil {
-					if err := ensureNamespace(wctx, c, fc.Namespace); err != nil {
-						errs = append(errs, fmt.Errorf("member %s: %w", pv.member, err))
-						continue
-					}
-				}
-				ac, err := applyConfiguration(desiredService(fc, cv.spec, pv.member), corev1.SchemeGroupVersion.WithKind("Service"))
-				if err == nil {
-					err = c.Apply(wctx, ac, client.FieldOwner(v1alpha1.FieldManager), client.ForceOwnership)
-				}
-				if err != nil {
-					errs = append(errs, fmt.Errorf("applying service %s in member %s: %w", ServiceName(fc, cv.name), pv.member, err))
-				}
-			case !hosts && pv.service != nil && len(pv.pods) == 0:
-				uid := pv.service.UID
-				err := c.Delete(memberCtx(pv.member), pv.service, client.Preconditions{UID: &uid})
-				if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
-					errs = append(errs, fmt.Errorf("deleting service %s in member %s: %w", pv.service.Name, pv.member, err))
-				}
-			}
-		}
-	}
-	return errs
-}
-
-// serviceDrifted reports whether the fields fedop owns in a Service differ
-// from what it wants. Fields other controllers set are not compared.
-func serviceDrifted(have, want *corev1.Service) bool {
-	if have.Spec.ClusterIP != corev1.ClusterIPNone || !have.Spec.PublishNotReadyAddresses ||
-		!equality.Semantic.DeepEqual(have.Spec.Selector, want.Spec.Selector) {
-		return true
-	}
-	type port struct {
-		name string
-		port int32
-	}
-	var hp, wp []port
-	for _, p := range have.Spec.Ports {
-		hp = append(hp, port{p.Name, p.Port})
-	}
-	for _, p := range want.Spec.Ports {
-		wp = append(wp, port{p.Name, p.Port})
-	}
-	return !slices.Equal(hp, wp)
 }

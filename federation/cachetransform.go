@@ -2,8 +2,17 @@ package federation
 
 import (
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 )
+
+// CachedObjects returns the kinds every member cache syncs before a member
+// counts as connected (member.Options.Objects): those the reconciler reads
+// and watches, EndpointSlices included (discovery.go).
+func CachedObjects() []client.Object {
+	return []client.Object{&corev1.Pod{}, &corev1.Service{}, &discoveryv1.EndpointSlice{}}
+}
 
 // TrimPod is the member caches' transform for pods (member.Options.
 // Transform): it replaces a pod with a copy holding only what the
@@ -12,9 +21,11 @@ import (
 //
 // Kept: name, namespace, UID, resourceVersion, generation, creation and
 // deletion times, deletion grace period, labels (member, component,
-// revision, instance), finalizers, owner references, spec.nodeName, and
-// status phase and conditions (Ready and its lastTransitionTime). Dropped:
-// annotations, the rest of the spec, container statuses, IPs.
+// revision, instance, and topology.kubernetes.io/zone), finalizers, owner
+// references, spec.nodeName, status phase and conditions (Ready and its
+// lastTransitionTime), and the pod's IPs (status.podIP and podIPs, which
+// its EndpointSlices publish). Dropped: annotations, the rest of the
+// spec, container statuses, host IPs.
 //
 // A cached pod is therefore a partial view: fedop creates and deletes
 // pods, never updates one from the cache, and must keep it that way.
@@ -43,6 +54,8 @@ func TrimPod(obj any) (any, error) {
 		Status: corev1.PodStatus{
 			Phase:      pod.Status.Phase,
 			Conditions: pod.Status.Conditions,
+			PodIP:      pod.Status.PodIP,
+			PodIPs:     pod.Status.PodIPs,
 		},
 	}, nil
 }

@@ -29,6 +29,8 @@ func TestTrimPod(t *testing.T) {
 			Conditions:        []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: now}},
 			ContainerStatuses: []corev1.ContainerStatus{{Name: "pd"}},
 			PodIP:             "10.0.0.1",
+			PodIPs:            []corev1.PodIP{{IP: "10.0.0.1"}},
+			HostIP:            "192.168.0.1",
 		},
 	}
 	out, err := TrimPod(full)
@@ -43,11 +45,14 @@ func TestTrimPod(t *testing.T) {
 	assert.Equal(t, full.UID, pod.UID)
 	assert.Equal(t, full.DeletionTimestamp, pod.DeletionTimestamp)
 	assert.Equal(t, "n1", pod.Spec.NodeName)
+	assert.Equal(t, "10.0.0.1", pod.Status.PodIP, "the EndpointSlices publish it")
+	assert.Equal(t, full.Status.PodIPs, pod.Status.PodIPs)
 	// The bulk is gone, and the input is not modified.
 	assert.Nil(t, pod.Annotations)
 	assert.Nil(t, pod.ManagedFields)
 	assert.Empty(t, pod.Spec.Containers)
 	assert.Empty(t, pod.Status.ContainerStatuses)
+	assert.Empty(t, pod.Status.HostIP)
 	assert.Len(t, full.Spec.Containers, 1, "the informer's object was modified")
 
 	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "s"}}

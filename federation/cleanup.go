@@ -52,6 +52,9 @@ func (r *Reconciler) cleanup(ctx context.Context, fc *v1alpha1.FederationCluster
 		}
 		wctx, cancel := context.WithTimeout(ctx, memberWriteTimeout)
 		n, err := cleanMember(wctx, cl.GetClient(), fc)
+		// Discovery (discovery.go): fedop's EndpointSlices go too.
+		slicesLeft, sliceErr := cleanSlices(wctx, cl.GetClient(), fc)
+		n, err = n+slicesLeft, errors.Join(err, sliceErr)
 		cancel()
 		if err != nil {
 			errs = append(errs, fmt.Errorf("member %s: %w", name, err))

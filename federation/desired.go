@@ -189,14 +189,10 @@ func desiredClaim(fc *v1alpha1.FederationCluster, c *v1alpha1.Component, p *v1al
 }
 
 // desiredService returns component c's headless Service for member. It
-// publishes not-ready addresses so that pods of a stateful system find each
-// other while they start.
+// has no selector: fedop's EndpointSlices back it, listing the pods of
+// every member (discovery.go). It publishes not-ready addresses so that
+// pods of a stateful system find each other while they start.
 func desiredService(fc *v1alpha1.FederationCluster, c *v1alpha1.Component, member string) *corev1.Service {
-	selector := map[string]string{
-		v1alpha1.LabelManagedBy: v1alpha1.ManagedBy,
-		v1alpha1.LabelInstance:  fc.Name,
-		v1alpha1.LabelComponent: c.Name,
-	}
 	var ports []corev1.ServicePort
 	for _, ctr := range c.Template.Spec.Containers {
 		for _, port := range ctr.Ports {
@@ -215,7 +211,6 @@ func desiredService(fc *v1alpha1.FederationCluster, c *v1alpha1.Component, membe
 		},
 		Spec: corev1.ServiceSpec{
 			ClusterIP:                corev1.ClusterIPNone,
-			Selector:                 selector,
 			Ports:                    ports,
 			PublishNotReadyAddresses: true,
 		},

@@ -107,7 +107,7 @@ func TestDesiredPodAndService(t *testing.T) {
 	assert.Equal(t, "demo-pd", svc.Name)
 	assert.Equal(t, corev1.ClusterIPNone, svc.Spec.ClusterIP)
 	assert.True(t, svc.Spec.PublishNotReadyAddresses)
-	assert.Equal(t, map[string]string{v1alpha1.LabelManagedBy: v1alpha1.ManagedBy, v1alpha1.LabelInstance: "demo", v1alpha1.LabelComponent: "pd"}, svc.Spec.Selector)
+	assert.Nil(t, svc.Spec.Selector, "fedop's EndpointSlices back it, listing every member's pods")
 	assert.Equal(t, []corev1.ServicePort{{Name: "client", Port: 2379}}, svc.Spec.Ports, "only named ports")
 	assert.False(t, serviceDrifted(svc, svc))
 	drifted := svc.DeepCopy()
@@ -116,6 +116,9 @@ func TestDesiredPodAndService(t *testing.T) {
 	other := svc.DeepCopy()
 	other.Spec.Ports = append(other.Spec.Ports, corev1.ServicePort{Name: "peer", Port: 2380})
 	assert.True(t, serviceDrifted(other, svc))
+	old := svc.DeepCopy()
+	old.Spec.Selector = map[string]string{v1alpha1.LabelInstance: "demo"}
+	assert.True(t, serviceDrifted(old, svc), "an earlier fedop's Service with a selector")
 
 	ac, err := applyConfiguration(svc, corev1.SchemeGroupVersion.WithKind("Service"))
 	require.NoError(t, err)

@@ -11,6 +11,9 @@
 //     before any member is touched (acknowledge, then act).
 //   - act.go: the member writes of the step; expectations.go remembers them
 //     until the caches show them.
+//   - discovery.go: each component's headless Service and the
+//     EndpointSlices behind it, listing the pods of every member in every
+//     member, written before act creates pods.
 //   - events.go: Events for what the step changed.
 //   - cleanup.go: the finalizer's work when a FederationCluster is deleted.
 //   - statuswriter.go and stepclock.go: when to write status, and the step

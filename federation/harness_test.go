@@ -252,7 +252,8 @@ func startFedop(t *testing.T, env *testenv.Federation, identity string, opts ...
 		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
 	})
 	require.NoError(t, err)
-	registry := member.NewRegistry(member.Options{Scheme: scheme, CacheSelector: v1alpha1.ManagedBySelector(), ProbePeriod: probePeriod, SyncTimeout: 10 * time.Second, Transform: federation.TrimPod})
+	registry := member.NewRegistry(member.Options{Scheme: scheme, CacheSelector: v1alpha1.ManagedBySelector(), ProbePeriod: probePeriod, SyncTimeout: 10 * time.Second,
+		Transform: federation.TrimPod, Objects: federation.CachedObjects()})
 	require.NoError(t, registry.SetupWithManager(mgr))
 	o := federation.Options{
 		Client:   mgr.GetClient(),
@@ -300,7 +301,8 @@ func requireMemberConnected(t *testing.T, reg *member.Registry, name string) {
 
 // kubelet stands in for the kubelets envtest does not have: kubeletDelay
 // after a pod appears in a member without a Ready condition, it sets
-// status.phase Running and Ready=True through the status subresource. It
+// status.phase Running, a pod IP new to its member (nextIP) and
+// Ready=True through the status subresource. It
 // talks to each member directly, not through the proxy fedop uses, so a
 // severed member still runs its pods. Pods can be held (not made Ready)
 // until released, which lets a test freeze a rollout at a chosen step.
@@ -311,6 +313,8 @@ type kubelet struct {
 	caches  sync.WaitGroup
 	// timers counts the scheduled and running status updates.
 	timers sync.WaitGroup
+	// ips counts the pod IPs handed out.
+	ips atomic.Int64
 
 	// mu guards everything below.
 	mu        sync.Mutex
@@ -447,6 +451,10 @@ func (k *kubelet) markReady(memberName string, key types.NamespacedName, uid typ
 		if err == nil {
 			now := metav1.Now()
 			pod.Status.Phase = corev1.PodRunning
+			if pod.Status.PodIP == "" {
+				ip := k.nextIP(memberName)
+				pod.Status.PodIP, pod.Status.PodIPs = ip, []corev1.PodIP{{IP: ip}}
+			}
 			for _, ct := range []corev1.PodConditionType{corev1.PodScheduled, corev1.ContainersReady, corev1.PodReady} {
 				setPodCondition(&pod, corev1.PodCondition{Type: ct, Status: corev1.ConditionTrue, LastTransitionTime: now})
 			}
@@ -465,6 +473,15 @@ func (k *kubelet) markReady(memberName string, key types.NamespacedName, uid typ
 			}
 		}
 	}
+}
+
+// nextIP returns a pod IP in member's own CIDR that no pod had before:
+// member i of memberNames hands out 10.(241+i).0.0/16, as the lab does, so
+// that a replacement pod has a new IP and pods of different members never
+// share one.
+func (k *kubelet) nextIP(memberName string) string {
+	n := k.ips.Add(1)
+	return fmt.Sprintf("10.%d.%d.%d", 241+slices.Index(memberNames, memberName), n/250, n%250+1)
 }
 
 func setPodCondition(pod *corev1.Pod, c corev1.PodCondition) {

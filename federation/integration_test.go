@@ -227,9 +227,7 @@ func TestInitialize(t *testing.T) {
 				}
 				assert.Equal(t, corev1.ClusterIPNone, svc.Spec.ClusterIP, "%s in %s is not headless", name, m.Name)
 				assert.True(t, svc.Spec.PublishNotReadyAddresses, "%s in %s does not publish not-ready addresses", name, m.Name)
-				assert.Equal(t, map[string]string{
-					v1alpha1.LabelManagedBy: v1alpha1.ManagedBy, v1alpha1.LabelInstance: fcName, v1alpha1.LabelComponent: component,
-				}, svc.Spec.Selector, "selector of %s in %s", name, m.Name)
+				assert.Nil(t, svc.Spec.Selector, "%s in %s has a selector: fedop's EndpointSlices back it", name, m.Name)
 				assert.Equal(t, map[string]string{
 					v1alpha1.LabelManagedBy: v1alpha1.ManagedBy, v1alpha1.LabelInstance: fcName,
 					v1alpha1.LabelComponent: component, v1alpha1.LabelMember: m.Name,

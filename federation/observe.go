@@ -9,6 +9,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -88,6 +89,9 @@ type observation struct {
 	now        time.Time
 	members    map[string]*memberView
 	components []*componentView
+	// slices are, by connected member, the EndpointSlices of fc's Services
+	// in its cache (discovery.go).
+	slices map[string][]*discoveryv1.EndpointSlice
 	// ordinalsRecorded says that status records every component's ordinals
 	// (or the FederationCluster is new).
 	ordinalsRecorded bool
@@ -175,6 +179,10 @@ func (r *Reconciler) observe(ctx context.Context, fc *v1alpha1.FederationCluster
 		}
 	}
 	a.forget()
+	// Discovery (discovery.go).
+	if obs.slices, err = readSlices(ctx, fc, obs); err != nil {
+		return nil, err
+	}
 	return obs, nil
 }
 

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/util/flowcontrol"
@@ -138,6 +139,9 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr manager.Manager) 
 		member.KindWatcher(ControllerName+"/claims", c, &corev1.PersistentVolumeClaim{}, toFC),
 		member.KindWatcher(ControllerName+"/step-clock", c, &corev1.Pod{}, r.steps.handler()),
 	}
+	// Discovery (discovery.go): a change to fedop's EndpointSlices, or to
+	// those kube-controller-manager left, wakes the reconciler too.
+	r.watchers = append(r.watchers, member.KindWatcher(ControllerName+"/endpointslices", c, &discoveryv1.EndpointSlice{}, toFC))
 	return nil
 }
 

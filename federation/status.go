@@ -348,6 +348,10 @@ func progressing(paused bool, st v1alpha1.FederationClusterStatus, heldBack int,
 		c.Status, c.Reason = metav1.ConditionFalse, v1alpha1.ReasonComplete
 	case paused && waiting:
 		c.Status, c.Reason = metav1.ConditionFalse, v1alpha1.ReasonPaused
+	case waiting && unknown:
+		// A member hosting pods of the federation is not connected: the
+		// operation waits for it (the plan's message names it).
+		c.Reason = v1alpha1.ReasonMemberDisconnected
 	case waiting && len(silent) > 0:
 		c.Reason = v1alpha1.ReasonMemberSilent
 		c.Message = fmt.Sprintf("no pod is deleted until member cluster %s answers; %s", strings.Join(silent, ", "), plan.Message)

@@ -210,6 +210,7 @@ check "member credentials: can create pods in default" can_i "$kc" yes create po
 check "member credentials: cannot get secrets in kube-system" can_i "$kc" no get secrets -n kube-system
 check "member credentials: can write EndpointSlices in default" can_i "$kc" yes patch endpointslices.discovery.k8s.io -n default
 check "member credentials: can call pods through the API server (pods/proxy)" can_i "$kc" yes get pods/proxy -n default
+check "member credentials: can delete Endpoints (left by a Service fedop made selector-less)" can_i "$kc" yes delete endpoints -n default
 check "a pod with a zone node selector lands on a matching node and becomes Ready" pod_lands_in_zone
 check "pod IPs differ between members (each member's own pod CIDR)" member_pod_ips_differ
 check "a claim of StorageClass standard binds on its pod's node; its volume goes with it" claim_binds

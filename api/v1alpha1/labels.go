@@ -15,6 +15,13 @@ const (
 	LabelComponent = "app.kubernetes.io/component"
 	// LabelMember holds the member cluster's name.
 	LabelMember = "fedop.io/member"
+	// LabelPodsMember, on EndpointSlices, names the member cluster whose
+	// pods the slice lists; LabelMember names the member it is written in.
+	LabelPodsMember = "fedop.io/pods-member"
+	// EndpointSliceManagedBy is the endpointslice.kubernetes.io/managed-by
+	// value of fedop's EndpointSlices: kube-controller-manager's
+	// EndpointSlice controllers only touch slices carrying their own value.
+	EndpointSliceManagedBy = "fedop.io"
 	// LabelRevision, on pods, holds the hash of the placement's effective
 	// pod template the pod was created from.
 	LabelRevision = "fedop.io/revision"

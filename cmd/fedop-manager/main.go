@@ -126,8 +126,10 @@ func run() error {
 
 	memberOpts.Scheme = scheme
 	memberOpts.CacheSelector = v1alpha1.ManagedBySelector()
-	// Member caches keep of each pod only what the reconciler reads.
+	// Member caches keep of each pod only what the reconciler reads, and
+	// sync every kind it reads before a member counts as connected.
 	memberOpts.Transform = federation.TrimPod
+	memberOpts.Objects = federation.CachedObjects()
 	registry := member.NewRegistry(memberOpts)
 	if err := registry.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the member registry: %w", err)
