@@ -397,6 +397,17 @@ func syncMemberDiscovery(ctx context.Context, fc *v1alpha1.FederationCluster, ob
 			if err != nil {
 				fail(err)
 			}
+			if err == nil && wrote && pv.service != nil && len(pv.service.Spec.Selector) > 0 {
+				// An earlier fedop's Service lost its selector: the
+				// endpoints controller's Endpoints object is left behind
+				// (it marks it skip-mirror, so no mirrored slice ever
+				// points at it), stale for good.
+				n, err := deleteStaleEndpoints(ctx, c, mv.cluster.GetAPIReader(), pv.service)
+				res.deleted += n
+				if err != nil {
+					fail(err)
+				}
+			}
 			serviceOK[cv.name] = err == nil
 			res.applied += count(wrote)
 			ports = svc.Spec.Ports
