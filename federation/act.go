@@ -26,6 +26,10 @@ import (
 // by the registry's probes.
 const memberWriteTimeout = 10 * time.Second
 
+// silentMemberWriteTimeout bounds a discovery write to a member that is
+// connected but has not answered within the freshness bound (discovery.go).
+const silentMemberWriteTimeout = time.Second
+
 // act carries out plan in the members, after the status write recorded it
 // (prev is the operation status held before: a completed step is counted
 // in it): headless Services and their EndpointSlices first (pods find each

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -322,7 +323,7 @@ type memberDiscovery struct {
 	applied, deleted int
 }
 
-// syncDiscovery brings every fresh member's discovery objects to what
+// syncDiscovery brings every connected member's discovery objects to what
 // obs calls for: each component's headless Service where the member hosts
 // it, and the EndpointSlices listing the component's pods in every member.
 // Members are written in parallel, each with its own deadline, so that a
@@ -332,29 +333,24 @@ func (r *Reconciler) syncDiscovery(ctx context.Context, fc *v1alpha1.FederationC
 	var targets []string
 	out := published{}
 	for name, mv := range obs.members {
-		switch {
-		case mv.cluster == nil:
-		case mv.state.Fresh:
+		if mv.cluster != nil {
 			targets = append(targets, name)
-		default:
-			// A member that has not answered within the freshness bound
-			// is not written: a write would wait for memberWriteTimeout
-			// and hold this reconcile, and with it the status that says
-			// the member is silent. Its slices catch up when it answers
-			// again (the registry reports that change). A Service it
-			// already has is in place for the pods still to be created.
-			for _, cv := range obs.components {
-				if pv := obs.placement(cv.name, name); pv != nil && pv.service != nil {
-					out[name+"/"+cv.name] = true
-				}
-			}
 		}
 	}
 	slices.Sort(targets)
 	results := make([]memberDiscovery, len(targets))
 	var wg sync.WaitGroup
 	for i, name := range targets {
-		wg.Go(func() { results[i] = syncMemberDiscovery(ctx, fc, obs, name) })
+		// A member that has not answered within the freshness bound is
+		// written with a short deadline: a write to a frozen member would
+		// otherwise hold this reconcile, and with it the status that says
+		// the member is silent, for memberWriteTimeout; a member that is
+		// only slow (a busy API server) still gets its slices.
+		timeout := memberWriteTimeout
+		if !obs.members[name].state.Fresh {
+			timeout = silentMemberWriteTimeout
+		}
+		wg.Go(func() { results[i] = syncMemberDiscovery(ctx, fc, obs, name, timeout) })
 	}
 	wg.Wait()
 	var errs []error
@@ -374,8 +370,8 @@ func (r *Reconciler) syncDiscovery(ctx context.Context, fc *v1alpha1.FederationC
 // it hosts first (they create the namespace), then the slices, then the
 // Services of components it no longer hosts, once their pods and slices
 // are gone.
-func syncMemberDiscovery(ctx context.Context, fc *v1alpha1.FederationCluster, obs *observation, target string) (res memberDiscovery) {
-	ctx, cancel := context.WithTimeout(ctx, memberWriteTimeout)
+func syncMemberDiscovery(ctx context.Context, fc *v1alpha1.FederationCluster, obs *observation, target string, timeout time.Duration) (res memberDiscovery) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	mv := obs.members[target]
 	c := mv.cluster.GetClient()
@@ -393,19 +389,11 @@ func syncMemberDiscovery(ctx context.Context, fc *v1alpha1.FederationCluster, ob
 		switch {
 		case cv.spec != nil && pv.spec != nil && pv.spec.Replicas > 0:
 			svc := desiredService(fc, cv.spec, target)
-			wrote, err := syncService(ctx, c, fc, pv.service, svc)
-			if err != nil {
-				fail(err)
-			}
-			if err == nil && wrote && pv.service != nil && len(pv.service.Spec.Selector) > 0 {
-				// An earlier fedop's Service lost its selector: the
-				// endpoints controller's Endpoints object is left behind
-				// (it marks it skip-mirror, so no mirrored slice ever
-				// points at it), stale for good.
-				n, err := deleteStaleEndpoints(ctx, c, mv.cluster.GetAPIReader(), pv.service)
-				res.deleted += n
-				if err != nil {
-					fail(err)
+			wrote, deleted, err, epErr := syncServiceAndEndpoints(ctx, c, mv.cluster.GetAPIReader(), fc, pv.service, svc)
+			res.deleted += deleted
+			for _, e := range []error{err, epErr} {
+				if e != nil {
+					fail(e)
 				}
 			}
 			serviceOK[cv.name] = err == nil
@@ -517,6 +505,23 @@ func syncService(ctx context.Context, c client.Client, fc *v1alpha1.FederationCl
 		return false, fmt.Errorf("applying service %s: %w", want.Name, err)
 	}
 	return true, nil
+}
+
+// syncServiceAndEndpoints is syncService, and when it took an earlier
+// fedop's Service's selector away, the deletion of the endpoints
+// controller's Endpoints object that the selector left behind (that
+// controller marks it skip-mirror, so no mirrored slice ever leads to it).
+// It returns whether the Service was written, how many objects were
+// deleted, the Service's error and the Endpoints' error: the Service is in
+// place when the first error is nil.
+func syncServiceAndEndpoints(ctx context.Context, c client.Client, r client.Reader, fc *v1alpha1.FederationCluster,
+	have, want *corev1.Service) (wrote bool, deleted int, err, endpointsErr error) {
+	wrote, err = syncService(ctx, c, fc, have, want)
+	if err != nil || !wrote || have == nil || len(have.Spec.Selector) == 0 {
+		return wrote, 0, err, nil
+	}
+	deleted, endpointsErr = deleteStaleEndpoints(ctx, c, r, have)
+	return wrote, deleted, nil, endpointsErr
 }
 
 // serviceDrifted reports whether the fields fedop owns in a Service differ
