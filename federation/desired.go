@@ -181,8 +181,8 @@ func desiredClaim(fc *v1alpha1.FederationCluster, c *v1alpha1.Component, p *v1al
 	for _, m := range vct.Spec.AccessModes {
 		claim.Spec.AccessModes = append(claim.Spec.AccessModes, corev1.PersistentVolumeAccessMode(m))
 	}
-	if vct.Spec.VolumeMode != nil {
-		mode := corev1.PersistentVolumeMode(*vct.Spec.VolumeMode)
+	if vct.Spec.VolumeMode != "" {
+		mode := corev1.PersistentVolumeMode(vct.Spec.VolumeMode)
 		claim.Spec.VolumeMode = &mode
 	}
 	return claim, nil

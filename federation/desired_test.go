@@ -131,8 +131,10 @@ func TestClaimsOfAPod(t *testing.T) {
 	c.Template.Spec.Volumes = []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}, {Name: "conf"}}
 	c.VolumeClaimTemplates = []v1alpha1.VolumeClaimTemplate{{
 		Metadata: v1alpha1.ClaimMetadata{Name: "data", Labels: map[string]string{v1alpha1.LabelInstance: "not-demo", "tier": "data"}, Annotations: map[string]string{"a": "1"}},
-		Spec: v1alpha1.ClaimSpec{AccessModes: []string{"ReadWriteOnce"}, StorageClassName: ptr.To("standard"), VolumeMode: ptr.To("Filesystem"),
-			Resources: v1alpha1.ClaimResources{Requests: v1alpha1.ClaimRequests{Storage: "10Gi"}}},
+		Spec: v1alpha1.ClaimSpec{
+			AccessModes: []string{"ReadWriteOnce"}, StorageClassName: ptr.To("standard"), VolumeMode: "Filesystem",
+			Resources: v1alpha1.ClaimResources{Requests: v1alpha1.ClaimRequests{Storage: "10Gi"}},
+		},
 	}}
 	p := &v1alpha1.Placement{Member: "k8s-a", Replicas: 1}
 
