@@ -158,7 +158,9 @@ func claimStorageClass(vct *v1alpha1.VolumeClaimTemplate, p *v1alpha1.Placement)
 // desiredClaim returns the claim of template vct for pod (component c of
 // fc, placement p), labelled like fedop's pods and with fedop.io/pod
 // naming its pod.
-func desiredClaim(fc *v1alpha1.FederationCluster, c *v1alpha1.Component, p *v1alpha1.Placement, vct *v1alpha1.VolumeClaimTemplate, pod string) (*corev1.PersistentVolumeClaim, error) {
+func desiredClaim(
+	fc *v1alpha1.FederationCluster, c *v1alpha1.Component, p *v1alpha1.Placement, vct *v1alpha1.VolumeClaimTemplate, pod string,
+) (*corev1.PersistentVolumeClaim, error) {
 	size, err := resource.ParseQuantity(vct.Spec.Resources.Requests.Storage)
 	if err != nil {
 		return nil, fmt.Errorf("volumeClaimTemplate %s: storage: %w", vct.Metadata.Name, err)

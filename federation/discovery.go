@@ -75,7 +75,9 @@ type podsSource struct {
 // address family with endpoints, one slice named
 // <fc>-<component>.<source>.<family> (split every maxSliceEndpoints, the
 // later parts suffixed -1, -2, ...), its endpoints sorted by hostname.
-func componentSlices(fc *v1alpha1.FederationCluster, component, target string, ports []discoveryv1.EndpointPort, sources []podsSource) []*discoveryv1.EndpointSlice {
+func componentSlices(
+	fc *v1alpha1.FederationCluster, component, target string, ports []discoveryv1.EndpointPort, sources []podsSource,
+) []*discoveryv1.EndpointSlice {
 	var out []*discoveryv1.EndpointSlice
 	for _, src := range sources {
 		byFamily := map[discoveryv1.AddressType][]discoveryv1.Endpoint{}
@@ -393,23 +395,7 @@ func syncMemberDiscovery(ctx context.Context, fc *v1alpha1.FederationCluster, ob
 		switch {
 		case cv.spec != nil && pv.spec != nil && pv.spec.Replicas > 0:
 			svc := desiredService(fc, cv.spec, target)
-			wrote, err := syncService(ctx, c, fc, pv.service, svc)
-			if err != nil {
-				fail(err)
-			}
-			if err == nil && wrote && pv.service != nil && len(pv.service.Spec.Selector) > 0 {
-				// An earlier fedop's Service lost its selector: the
-				// endpoints controller's Endpoints object is left behind
-				// (it marks it skip-mirror, so no mirrored slice ever
-				// points at it), stale for good.
-				n, err := deleteStaleEndpoints(ctx, c, mv.cluster.GetAPIReader(), pv.service)
-				res.deleted += n
-				if err != nil {
-					fail(err)
-				}
-			}
-			serviceOK[cv.name] = err == nil
-			res.applied += count(wrote)
+			serviceOK[cv.name] = syncHostedService(ctx, mv, fc, pv.service, svc, &res, fail)
 			ports = svc.Spec.Ports
 		case pv.service != nil && len(pv.pods) > 0:
 			// Draining: its pods still run and still look their peers up.
@@ -486,6 +472,32 @@ func syncMemberDiscovery(ctx context.Context, fc *v1alpha1.FederationCluster, ob
 		res.deleted++
 	}
 	return res
+}
+
+// syncHostedService applies svc, the Service of a component member mv
+// hosts, over have, and reports whether it is in place. Errors go to fail,
+// counts to res.
+func syncHostedService(
+	ctx context.Context, mv *memberView, fc *v1alpha1.FederationCluster, have, svc *corev1.Service, res *memberDiscovery, fail func(error),
+) bool {
+	c := mv.cluster.GetClient()
+	wrote, err := syncService(ctx, c, fc, have, svc)
+	if err != nil {
+		fail(err)
+	}
+	if err == nil && wrote && have != nil && len(have.Spec.Selector) > 0 {
+		// An earlier fedop's Service lost its selector: the endpoints
+		// controller's Endpoints object is left behind (it marks it
+		// skip-mirror, so no mirrored slice ever points at it), stale for
+		// good.
+		n, derr := deleteStaleEndpoints(ctx, c, mv.cluster.GetAPIReader(), have)
+		res.deleted += n
+		if derr != nil {
+			fail(derr)
+		}
+	}
+	res.applied += count(wrote)
+	return err == nil
 }
 
 func count(b bool) int {
