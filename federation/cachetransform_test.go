@@ -24,7 +24,9 @@ func TestTrimPod(t *testing.T) {
 			DeletionGracePeriodSeconds: &grace,
 		},
 		Spec: corev1.PodSpec{NodeName: "n1", Containers: []corev1.Container{
-			{Name: "pd", Image: "pingcap/pd:v8.5.0", Ports: []corev1.ContainerPort{{ContainerPort: 2379}, {Name: "hooks", ContainerPort: 8080, Protocol: corev1.ProtocolTCP}}},
+			{Name: "pd", Image: "pingcap/pd:v8.5.0", Ports: []corev1.ContainerPort{
+				{ContainerPort: 2379}, {Name: "hooks", ContainerPort: 8080, Protocol: corev1.ProtocolTCP},
+			}},
 			{Name: "sidecar", Image: "busybox"},
 		}},
 		Status: corev1.PodStatus{

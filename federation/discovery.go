@@ -76,7 +76,9 @@ type podsSource struct {
 // address family with endpoints, one slice named
 // <fc>-<component>.<source>.<family> (split every maxSliceEndpoints, the
 // later parts suffixed -1, -2, ...), its endpoints sorted by hostname.
-func componentSlices(fc *v1alpha1.FederationCluster, component, target string, ports []discoveryv1.EndpointPort, sources []podsSource) []*discoveryv1.EndpointSlice {
+func componentSlices(
+	fc *v1alpha1.FederationCluster, component, target string, ports []discoveryv1.EndpointPort, sources []podsSource,
+) []*discoveryv1.EndpointSlice {
 	var out []*discoveryv1.EndpointSlice
 	for _, src := range sources {
 		byFamily := map[discoveryv1.AddressType][]discoveryv1.Endpoint{}
@@ -389,15 +391,7 @@ func syncMemberDiscovery(ctx context.Context, fc *v1alpha1.FederationCluster, ob
 		switch {
 		case cv.spec != nil && pv.spec != nil && pv.spec.Replicas > 0:
 			svc := desiredService(fc, cv.spec, target)
-			wrote, deleted, err, epErr := syncServiceAndEndpoints(ctx, c, mv.cluster.GetAPIReader(), fc, pv.service, svc)
-			res.deleted += deleted
-			for _, e := range []error{err, epErr} {
-				if e != nil {
-					fail(e)
-				}
-			}
-			serviceOK[cv.name] = err == nil
-			res.applied += count(wrote)
+			serviceOK[cv.name] = syncHostedService(ctx, mv, fc, pv.service, svc, &res, fail)
 			ports = svc.Spec.Ports
 		case pv.service != nil && len(pv.pods) > 0:
 			// Draining: its pods still run and still look their peers up.
@@ -476,6 +470,32 @@ func syncMemberDiscovery(ctx context.Context, fc *v1alpha1.FederationCluster, ob
 	return res
 }
 
+// syncHostedService applies svc, the Service of a component member mv
+// hosts, over have, and reports whether it is in place. Errors go to fail,
+// counts to res.
+func syncHostedService(
+	ctx context.Context, mv *memberView, fc *v1alpha1.FederationCluster, have, svc *corev1.Service, res *memberDiscovery, fail func(error),
+) bool {
+	c := mv.cluster.GetClient()
+	wrote, err := syncService(ctx, c, fc, have, svc)
+	if err != nil {
+		fail(err)
+	}
+	if err == nil && wrote && have != nil && len(have.Spec.Selector) > 0 {
+		// An earlier fedop's Service lost its selector: the endpoints
+		// controller's Endpoints object is left behind (it marks it
+		// skip-mirror, so no mirrored slice ever points at it), stale for
+		// good.
+		n, derr := deleteStaleEndpoints(ctx, c, mv.cluster.GetAPIReader(), have)
+		res.deleted += n
+		if derr != nil {
+			fail(derr)
+		}
+	}
+	res.applied += count(wrote)
+	return err == nil
+}
+
 func count(b bool) int {
 	if b {
 		return 1
@@ -505,23 +525,6 @@ func syncService(ctx context.Context, c client.Client, fc *v1alpha1.FederationCl
 		return false, fmt.Errorf("applying service %s: %w", want.Name, err)
 	}
 	return true, nil
-}
-
-// syncServiceAndEndpoints is syncService, and when it took an earlier
-// fedop's Service's selector away, the deletion of the endpoints
-// controller's Endpoints object that the selector left behind (that
-// controller marks it skip-mirror, so no mirrored slice ever leads to it).
-// It returns whether the Service was written, how many objects were
-// deleted, the Service's error and the Endpoints' error: the Service is in
-// place when the first error is nil.
-func syncServiceAndEndpoints(ctx context.Context, c client.Client, r client.Reader, fc *v1alpha1.FederationCluster,
-	have, want *corev1.Service) (wrote bool, deleted int, err, endpointsErr error) {
-	wrote, err = syncService(ctx, c, fc, have, want)
-	if err != nil || !wrote || have == nil || len(have.Spec.Selector) == 0 {
-		return wrote, 0, err, nil
-	}
-	deleted, endpointsErr = deleteStaleEndpoints(ctx, c, r, have)
-	return wrote, deleted, nil, endpointsErr
 }
 
 // serviceDrifted reports whether the fields fedop owns in a Service differ

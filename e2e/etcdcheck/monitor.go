@@ -152,7 +152,7 @@ func (m *monitor) healthy(ctx context.Context, endpoint string) bool {
 	if err != nil {
 		return false
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }() // only the status code is read
 	return resp.StatusCode == http.StatusOK
 }
 
