@@ -138,6 +138,10 @@ kind-check: $(BIN)/kubectl ## Check the kind clusters: pod IPs reachable across 
 e2e-kind: ## The e2e suite against the kind clusters: in-cluster manager, real kubelets, docker pause for member faults.
 	hack/kind/e2e.sh
 
+.PHONY: etcd-images
+etcd-images: ## Build fedop.local/etcd:<version> (one per hack/etcd/v*) and fedop.local/etcdcheck, and load them into the kind members.
+	hack/kind/etcd-images.sh
+
 .PHONY: e2e-etcd
 e2e-etcd: ## On the kind clusters (make kind-up KIND_MEMBERS="k8s-a k8s-b k8s-c"): a five-member etcd upgraded under faults, checked for lost writes and linearizability.
 	hack/kind/e2e-etcd.sh

@@ -303,8 +303,12 @@ type Event struct {
 	Unavailable int
 }
 
+// eventKindSpec is the Kind of an Event that records a spec change (Expect)
+// rather than a pod's.
+const eventKindSpec = "spec"
+
 func (e Event) String() string {
-	if e.Kind == "spec" {
+	if e.Kind == eventKindSpec {
 		return fmt.Sprintf("%s spec (unavailable %d)", e.At.Format("15:04:05.000"), e.Unavailable)
 	}
 	return fmt.Sprintf("%s %s %s/%s (unavailable %d)", e.At.Format("15:04:05.000"), e.Kind, e.Member, e.Pod, e.Unavailable)
@@ -464,7 +468,7 @@ func (l *ledger) spec(gen int64, spec *v1alpha1.FederationClusterSpec, deleting 
 		return
 	}
 	l.evaluate(at)
-	l.record(Event{At: at, Kind: "spec", Unavailable: l.unavailable})
+	l.record(Event{At: at, Kind: eventKindSpec, Unavailable: l.unavailable})
 }
 
 // External notes the test's own deletion of name in member (see
@@ -483,7 +487,7 @@ func (l *ledger) expect(spec *v1alpha1.FederationClusterSpec, at time.Time) {
 		l.appliedGen = l.seenGen + 1
 	}
 	l.evaluate(at)
-	l.record(Event{At: at, Kind: "spec", Unavailable: l.unavailable})
+	l.record(Event{At: at, Kind: eventKindSpec, Unavailable: l.unavailable})
 }
 
 // pod records an event of pod in member; gone for its delete event.

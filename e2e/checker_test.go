@@ -20,8 +20,9 @@ var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
 func at(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
 
-func testPod(name, component string, uid types.UID, ready, terminating bool) *corev1.Pod {
-	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, UID: uid, Labels: map[string]string{v1alpha1.LabelComponent: component}}}
+// testPod is pod name of component pd.
+func testPod(name string, uid types.UID, ready, terminating bool) *corev1.Pod {
+	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, UID: uid, Labels: map[string]string{v1alpha1.LabelComponent: "pd"}}}
 	if ready {
 		p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
 	}
@@ -43,20 +44,20 @@ func TestLedgerRollingUpgrade(t *testing.T) {
 	l := newLedger(at(0))
 	l.spec(1, twoPodSpec(1, 1), false, at(0))
 	assert.Equal(t, 0, l.unavailable, "nothing exists yet: no replica was ever up")
-	l.pod("a", testPod("x-pd-0", "pd", "a0", true, false), false, at(1))
-	l.pod("b", testPod("x-pd-1", "pd", "b1", true, false), false, at(2))
+	l.pod("a", testPod("x-pd-0", "a0", true, false), false, at(1))
+	l.pod("b", testPod("x-pd-1", "b1", true, false), false, at(2))
 	require.Equal(t, 0, l.unavailable)
 	l.reset(at(3))
 
 	// Step 1: a's pod replaced; Ready at 1000.
-	l.pod("a", testPod("x-pd-0", "pd", "a0", true, true), false, at(100))
-	l.pod("a", testPod("x-pd-0", "pd", "a0", true, true), true, at(150))
-	l.pod("a", testPod("x-pd-0", "pd", "a0-new", false, false), false, at(200))
-	l.pod("a", testPod("x-pd-0", "pd", "a0-new", true, false), false, at(1000))
+	l.pod("a", testPod("x-pd-0", "a0", true, true), false, at(100))
+	l.pod("a", testPod("x-pd-0", "a0", true, true), true, at(150))
+	l.pod("a", testPod("x-pd-0", "a0-new", false, false), false, at(200))
+	l.pod("a", testPod("x-pd-0", "a0-new", true, false), false, at(1000))
 	// Step 2: b's pod, deleted 1100ms after the replacement became Ready.
-	l.pod("b", testPod("x-pd-1", "pd", "b1", true, true), false, at(2100))
-	l.pod("b", testPod("x-pd-1", "pd", "b1", true, true), true, at(2150))
-	l.pod("b", testPod("x-pd-1", "pd", "b1-new", true, false), false, at(2300))
+	l.pod("b", testPod("x-pd-1", "b1", true, true), false, at(2100))
+	l.pod("b", testPod("x-pd-1", "b1", true, true), true, at(2150))
+	l.pod("b", testPod("x-pd-1", "b1-new", true, false), false, at(2300))
 
 	r := l.report(at(3000))
 	assert.Equal(t, 1, r.MaxUnavailable)
@@ -72,14 +73,14 @@ func TestLedgerRollingUpgrade(t *testing.T) {
 func TestLedgerOverlapAndLateEvents(t *testing.T) {
 	l := newLedger(at(0))
 	l.spec(1, twoPodSpec(1, 1), false, at(0))
-	l.pod("a", testPod("x-pd-0", "pd", "a0", true, false), false, at(1))
-	l.pod("b", testPod("x-pd-1", "pd", "b1", true, false), false, at(2))
+	l.pod("a", testPod("x-pd-0", "a0", true, false), false, at(1))
+	l.pod("b", testPod("x-pd-1", "b1", true, false), false, at(2))
 	l.reset(at(3))
-	l.pod("a", testPod("x-pd-0", "pd", "a0", true, true), false, at(100))
+	l.pod("a", testPod("x-pd-0", "a0", true, true), false, at(100))
 	// b's pod goes before a's replacement exists: two unavailable.
-	l.pod("b", testPod("x-pd-1", "pd", "b1", true, false), true, at(200))
+	l.pod("b", testPod("x-pd-1", "b1", true, false), true, at(200))
 	// A late update of a gone instance changes nothing.
-	l.pod("b", testPod("x-pd-1", "pd", "b1", true, false), false, at(300))
+	l.pod("b", testPod("x-pd-1", "b1", true, false), false, at(300))
 
 	r := l.report(at(400))
 	assert.Equal(t, 2, r.MaxUnavailable)
@@ -92,22 +93,22 @@ func TestLedgerOverlapAndLateEvents(t *testing.T) {
 func TestLedgerExpectAndDeletion(t *testing.T) {
 	l := newLedger(at(0))
 	l.spec(1, twoPodSpec(2, 0), false, at(0))
-	l.pod("a", testPod("x-pd-0", "pd", "a0", true, false), false, at(1))
-	l.pod("a", testPod("x-pd-1", "pd", "a1", true, false), false, at(2))
+	l.pod("a", testPod("x-pd-0", "a0", true, false), false, at(1))
+	l.pod("a", testPod("x-pd-1", "a1", true, false), false, at(2))
 	l.reset(at(3))
 
 	// Scale-in announced before it is written: the removal costs nothing,
 	// and a stale host event of the old generation does not undo it.
 	l.expect(twoPodSpec(1, 0), at(10))
 	l.spec(1, twoPodSpec(2, 0), false, at(11))
-	l.pod("a", testPod("x-pd-1", "pd", "a1", true, true), false, at(20))
+	l.pod("a", testPod("x-pd-1", "a1", true, true), false, at(20))
 	l.spec(2, twoPodSpec(1, 0), false, at(30))
-	l.pod("a", testPod("x-pd-1", "pd", "a1", true, true), true, at(40))
+	l.pod("a", testPod("x-pd-1", "a1", true, true), true, at(40))
 	assert.Equal(t, 0, l.report(at(50)).MaxUnavailable)
 
 	// Deleting the FederationCluster: nothing is desired any more.
 	l.spec(3, twoPodSpec(1, 0), true, at(60))
-	l.pod("a", testPod("x-pd-0", "pd", "a0", true, true), false, at(70))
+	l.pod("a", testPod("x-pd-0", "a0", true, true), false, at(70))
 	r := l.report(at(80))
 	assert.Equal(t, 0, r.MaxUnavailable)
 	assert.Equal(t, 0, r.Desired)
@@ -121,17 +122,17 @@ func TestLedgerExpectAndDeletion(t *testing.T) {
 func TestLedgerScaleInThenOut(t *testing.T) {
 	l := newLedger(at(0))
 	l.spec(1, twoPodSpec(2, 0), false, at(0))
-	l.pod("a", testPod("x-pd-0", "pd", "a0", true, false), false, at(1))
-	l.pod("a", testPod("x-pd-1", "pd", "a1", true, false), false, at(2))
+	l.pod("a", testPod("x-pd-0", "a0", true, false), false, at(1))
+	l.pod("a", testPod("x-pd-1", "a1", true, false), false, at(2))
 	l.reset(at(3))
 	l.expect(twoPodSpec(0, 0), at(10))
-	l.pod("a", testPod("x-pd-1", "pd", "a1", true, true), false, at(20))
-	l.pod("a", testPod("x-pd-1", "pd", "a1", true, true), true, at(30))
-	l.pod("a", testPod("x-pd-0", "pd", "a0", true, true), false, at(45))
-	l.pod("a", testPod("x-pd-0", "pd", "a0", true, true), true, at(50))
+	l.pod("a", testPod("x-pd-1", "a1", true, true), false, at(20))
+	l.pod("a", testPod("x-pd-1", "a1", true, true), true, at(30))
+	l.pod("a", testPod("x-pd-0", "a0", true, true), false, at(45))
+	l.pod("a", testPod("x-pd-0", "a0", true, true), true, at(50))
 	l.expect(twoPodSpec(1, 0), at(100))
-	l.pod("a", testPod("x-pd-1", "pd", "a1-again", false, false), false, at(110))
-	l.pod("a", testPod("x-pd-1", "pd", "a1-again", true, false), false, at(120))
+	l.pod("a", testPod("x-pd-1", "a1-again", false, false), false, at(110))
+	l.pod("a", testPod("x-pd-1", "a1-again", true, false), false, at(120))
 
 	r := l.report(at(200))
 	assert.Empty(t, r.Overlaps)
@@ -145,17 +146,17 @@ func TestLedgerScaleInThenOut(t *testing.T) {
 func TestLedgerScaleOutThenUpgrade(t *testing.T) {
 	l := newLedger(at(0))
 	l.spec(1, twoPodSpec(1, 0), false, at(0))
-	l.pod("a", testPod("x-pd-0", "pd", "a0", true, false), false, at(1))
+	l.pod("a", testPod("x-pd-0", "a0", true, false), false, at(1))
 	l.reset(at(2))
 	l.expect(twoPodSpec(3, 0), at(10))
 	assert.Equal(t, 0, l.unavailable, "two pods to add")
-	l.pod("a", testPod("x-pd-1", "pd", "a1", false, false), false, at(20))
-	l.pod("a", testPod("x-pd-1", "pd", "a1", true, false), false, at(30))
-	l.pod("a", testPod("x-pd-2", "pd", "a2", true, false), false, at(40))
+	l.pod("a", testPod("x-pd-1", "a1", false, false), false, at(20))
+	l.pod("a", testPod("x-pd-1", "a1", true, false), false, at(30))
+	l.pod("a", testPod("x-pd-2", "a2", true, false), false, at(40))
 	// Now every replica was up: losing one counts.
-	l.pod("a", testPod("x-pd-2", "pd", "a2", true, true), false, at(50))
+	l.pod("a", testPod("x-pd-2", "a2", true, true), false, at(50))
 	assert.Equal(t, 1, l.unavailable)
-	l.pod("a", testPod("x-pd-1", "pd", "a1", true, true), false, at(60))
+	l.pod("a", testPod("x-pd-1", "a1", true, true), false, at(60))
 	assert.Equal(t, 2, l.report(at(70)).MaxUnavailable)
 }
 
@@ -163,11 +164,11 @@ func TestLedgerScaleOutThenUpgrade(t *testing.T) {
 func TestLedgerDeletionBeforeReplacement(t *testing.T) {
 	l := newLedger(at(0))
 	l.spec(1, twoPodSpec(1, 1), false, at(0))
-	l.pod("a", testPod("x-pd-0", "pd", "a0", true, false), false, at(1))
-	l.pod("b", testPod("x-pd-1", "pd", "b1", true, false), false, at(2))
+	l.pod("a", testPod("x-pd-0", "a0", true, false), false, at(1))
+	l.pod("b", testPod("x-pd-1", "b1", true, false), false, at(2))
 	l.reset(at(3))
-	l.pod("a", testPod("x-pd-0", "pd", "a0", true, true), true, at(10))
-	l.pod("b", testPod("x-pd-1", "pd", "b1", true, true), false, at(20))
+	l.pod("a", testPod("x-pd-0", "a0", true, true), true, at(10))
+	l.pod("b", testPod("x-pd-1", "b1", true, true), false, at(20))
 	r := l.report(at(30))
 	assert.Len(t, r.Overlaps, 1)
 	assert.Equal(t, 2, r.MaxUnavailable)
@@ -201,24 +202,24 @@ func TestParseMembers(t *testing.T) {
 func TestLedgerExcusesWhatFedopDidNotDo(t *testing.T) {
 	l := newLedger(at(0))
 	l.spec(1, twoPodSpec(2, 1), false, at(0))
-	l.pod("a", testPod("x-pd-0", "pd", "a0", true, false), false, at(1))
-	l.pod("a", testPod("x-pd-1", "pd", "a1", true, false), false, at(2))
-	l.pod("b", testPod("x-pd-2", "pd", "b2", true, false), false, at(3))
+	l.pod("a", testPod("x-pd-0", "a0", true, false), false, at(1))
+	l.pod("a", testPod("x-pd-1", "a1", true, false), false, at(2))
+	l.pod("b", testPod("x-pd-2", "b2", true, false), false, at(3))
 	l.reset(at(4))
 
 	// a1 crashes (not Ready, not deleted): excused.
-	l.pod("a", testPod("x-pd-1", "pd", "a1", false, false), false, at(10))
+	l.pod("a", testPod("x-pd-1", "a1", false, false), false, at(10))
 	assert.Equal(t, 1, l.unavailable)
 	assert.Equal(t, 0, l.disrupted)
 	// The test deletes b2, announced: excused, and not fedop's deletion.
 	l.External("b", "x-pd-2")
-	l.pod("b", testPod("x-pd-2", "pd", "b2", true, true), false, at(20))
+	l.pod("b", testPod("x-pd-2", "b2", true, true), false, at(20))
 	assert.Equal(t, 2, l.unavailable)
 	assert.Equal(t, 0, l.disrupted)
 	// fedop replaces the crashed pod: it was down already, costs nothing.
-	l.pod("a", testPod("x-pd-1", "pd", "a1", false, true), false, at(30))
+	l.pod("a", testPod("x-pd-1", "a1", false, true), false, at(30))
 	// fedop deletes a0 while b2 is still down: that counts.
-	l.pod("a", testPod("x-pd-0", "pd", "a0", true, true), false, at(40))
+	l.pod("a", testPod("x-pd-0", "a0", true, true), false, at(40))
 	r := l.report(at(50))
 	assert.Equal(t, []string{"a/x-pd-1", "a/x-pd-0"}, r.DeletionOrder(), "the test's own deletion is not fedop's")
 	require.Len(t, r.Deletions, 3)
@@ -227,7 +228,7 @@ func TestLedgerExcusesWhatFedopDidNotDo(t *testing.T) {
 	assert.Equal(t, 0, r.Deletions[2].DisruptedBefore, "the crashed and the deleted pods are excused")
 	assert.Equal(t, 1, r.MaxDisrupted)
 	// Once b2's name is Ready again, it is no longer excused.
-	l.pod("b", testPod("x-pd-2", "pd", "b2-new", true, false), false, at(60))
+	l.pod("b", testPod("x-pd-2", "b2-new", true, false), false, at(60))
 	assert.Empty(t, l.excused["b/x-pd-2"])
 }
 
@@ -235,13 +236,13 @@ func TestLedgerExcusesWhatFedopDidNotDo(t *testing.T) {
 func TestLedgerDuplicateNames(t *testing.T) {
 	l := newLedger(at(0))
 	l.spec(1, twoPodSpec(1, 1), false, at(0))
-	l.pod("a", testPod("x-pd-0", "pd", "a0", true, false), false, at(1))
-	l.pod("b", testPod("x-pd-1", "pd", "b1", true, false), false, at(2))
+	l.pod("a", testPod("x-pd-0", "a0", true, false), false, at(1))
+	l.pod("b", testPod("x-pd-1", "b1", true, false), false, at(2))
 	assert.Empty(t, l.report(at(3)).Duplicates)
-	l.pod("b", testPod("x-pd-0", "pd", "b0", false, false), false, at(4))
+	l.pod("b", testPod("x-pd-0", "b0", false, false), false, at(4))
 	assert.Len(t, l.report(at(5)).Duplicates, 1)
 	// A replacement of the same name in the same member is no duplicate.
-	l.pod("a", testPod("x-pd-0", "pd", "a0", true, false), true, at(6))
-	l.pod("a", testPod("x-pd-0", "pd", "a0-new", false, false), false, at(7))
+	l.pod("a", testPod("x-pd-0", "a0", true, false), true, at(6))
+	l.pod("a", testPod("x-pd-0", "a0-new", false, false), false, at(7))
 	assert.Len(t, l.report(at(8)).Duplicates, 2, "b0 still lives while a's new x-pd-0 appears")
 }

@@ -187,7 +187,8 @@ func (c *Config) Complete() error {
 		errs = append(errs, fmt.Errorf("host kubeconfig: %w", err))
 	}
 	if len(c.Members) < 2 {
-		errs = append(errs, fmt.Errorf("%d member clusters given, the suite needs two: set -e2e.member-kubeconfigs or %s to name=path,name=path", len(c.Members), EnvMemberKubeconfigs))
+		errs = append(errs, fmt.Errorf("%d member clusters given, the suite needs two: set -e2e.member-kubeconfigs or %s to name=path,name=path",
+			len(c.Members), EnvMemberKubeconfigs))
 	}
 	for _, m := range c.Members {
 		if _, err := os.Stat(m.Kubeconfig); err != nil {

@@ -421,7 +421,8 @@ func CheckSlices(ctx context.Context, fc *v1alpha1.FederationCluster, members ma
 			}
 			for _, k := range slices.Sorted(maps.Keys(want)) {
 				if g, ok := got[k]; !ok || !equality.Semantic.DeepEqual(g, want[k]) {
-					diffs = append(diffs, fmt.Sprintf("%s: endpoint of %s in %s's slices:\n  got  %s\n  want %s", m, k, svcName, endpointString(got[k], ok), endpointString(want[k], true)))
+					diffs = append(diffs, fmt.Sprintf("%s: endpoint of %s in %s's slices:\n  got  %s\n  want %s",
+						m, k, svcName, endpointString(got[k], ok), endpointString(want[k], true)))
 				}
 			}
 			for _, k := range slices.Sorted(maps.Keys(got)) {

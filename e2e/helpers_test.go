@@ -235,7 +235,7 @@ func (s *scenario) get(t require.TestingT) *v1alpha1.FederationCluster {
 // update changes the spec with edit, retrying on conflicts (fedop writes
 // status meanwhile). The checker is told the new spec first (Expect), so
 // that its desired counts change before fedop can act.
-func (s *scenario) update(edit func(*v1alpha1.FederationCluster)) *v1alpha1.FederationCluster {
+func (s *scenario) update(edit func(*v1alpha1.FederationCluster)) {
 	s.t.Helper()
 	fc := &v1alpha1.FederationCluster{}
 	require.NoError(s.t, retry.RetryOnConflict(retry.DefaultRetry, func() error {
@@ -248,7 +248,6 @@ func (s *scenario) update(edit func(*v1alpha1.FederationCluster)) *v1alpha1.Fede
 		}
 		return suite.host.Update(s.t.Context(), fc)
 	}), "updating FederationCluster %s", s.key)
-	return fc
 }
 
 // useWorkload makes spec's containers run the configured workload image
@@ -476,7 +475,7 @@ const (
 // finish ends the scenario's measurement: the checker's maximum of
 // disrupted replicas must not exceed one, and no two live pods may have
 // shared a name. Its figures are logged and kept for the closing summary.
-func (s *scenario) finish(w window) Report {
+func (s *scenario) finish(w window) {
 	s.t.Helper()
 	r := s.checker.Report()
 	s.t.Logf("checker (%s window): %s", r.Window.Round(time.Millisecond), r.Summary())
@@ -486,7 +485,6 @@ func (s *scenario) finish(w window) Report {
 	}
 	assert.Empty(s.t, r.Duplicates, "pods that shared a name across members")
 	recordFigures(s.title, r, w)
-	return r
 }
 
 // down takes member's API server down until up, or the end of the test.
@@ -544,6 +542,8 @@ func (s *scenario) setUnschedulable(ctx context.Context, cluster, zone string, v
 
 // waitCondition waits until the FederationCluster's condition typ has
 // status and reason, and its message satisfies check (nil: anything).
+//
+//nolint:unparam // status is spelled out at each call with its type and reason, as a condition reads; only False is waited for so far.
 func (s *scenario) waitCondition(typ string, status metav1.ConditionStatus, reason string, check func(assert.TestingT, string)) *v1alpha1.FederationCluster {
 	s.t.Helper()
 	var fc *v1alpha1.FederationCluster

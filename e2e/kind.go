@@ -242,12 +242,14 @@ func (m *KindManager) saveLogs(ctx context.Context, pods []corev1.Pod) {
 	if err != nil {
 		return
 	}
-	defer f.Close()
+	// The dump is best effort, for a person reading a failure: a write or
+	// close error has nowhere better to go than the dump itself.
+	defer func() { _ = f.Close() }()
 	for _, p := range pods {
-		fmt.Fprintf(f, "=== e2e: log of pod %s (uid %s) at %s\n", p.Name, p.UID, time.Now().Format(time.RFC3339Nano))
+		_, _ = fmt.Fprintf(f, "=== e2e: log of pod %s (uid %s) at %s\n", p.Name, p.UID, time.Now().Format(time.RFC3339Nano))
 		logs, err := m.Client.CoreV1().Pods(m.Namespace).GetLogs(p.Name, &corev1.PodLogOptions{Container: kindManagerContainer}).DoRaw(ctx)
 		if err != nil {
-			fmt.Fprintf(f, "=== e2e: reading the log: %v\n", err)
+			_, _ = fmt.Fprintf(f, "=== e2e: reading the log: %v\n", err)
 			continue
 		}
 		_, _ = f.Write(logs)
@@ -362,14 +364,21 @@ func (k *kindMembers) Partition(ctx context.Context, member string) error {
 	}
 	name := nodeContainer(k.prefix, member)
 	for _, r := range rules {
-		if _, err := docker(ctx, append([]string{"exec", name, "iptables", "-C"}, r...)...); err == nil {
+		if err := nodeIPTables(ctx, name, "-C", r); err == nil {
 			continue // in place already
 		}
-		if _, err := docker(ctx, append([]string{"exec", name, "iptables", "-I"}, r...)...); err != nil {
+		if err := nodeIPTables(ctx, name, "-I", r); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// nodeIPTables runs iptables op (-C checks, -I inserts, -D deletes) with
+// rule in node container name.
+func nodeIPTables(ctx context.Context, name, op string, rule []string) error {
+	_, err := docker(ctx, append([]string{"exec", name, "iptables", op}, rule...)...)
+	return err
 }
 
 // Heal deletes the partition rules from member's node container.
@@ -381,10 +390,10 @@ func (k *kindMembers) Heal(ctx context.Context, member string) error {
 	name := nodeContainer(k.prefix, member)
 	for _, r := range rules {
 		for {
-			if _, err := docker(ctx, append([]string{"exec", name, "iptables", "-C"}, r...)...); err != nil {
+			if err := nodeIPTables(ctx, name, "-C", r); err != nil {
 				break // not (or no longer) there
 			}
-			if _, err := docker(ctx, append([]string{"exec", name, "iptables", "-D"}, r...)...); err != nil {
+			if err := nodeIPTables(ctx, name, "-D", r); err != nil {
 				return err
 			}
 		}

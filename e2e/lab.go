@@ -127,8 +127,12 @@ func (m *LabManager) Start(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	defer log.Close()
-	fmt.Fprintf(log, "=== e2e: starting %s %s at %s\n", m.Binary, strings.Join(m.Args, " "), time.Now().Format(time.RFC3339Nano))
+	// The manager holds its own descriptor of the log once started; this
+	// one only writes the header below.
+	defer func() { _ = log.Close() }()
+	if _, err := fmt.Fprintf(log, "=== e2e: starting %s %s at %s\n", m.Binary, strings.Join(m.Args, " "), time.Now().Format(time.RFC3339Nano)); err != nil {
+		return err
+	}
 	offset, err := log.Seek(0, io.SeekEnd)
 	if err != nil {
 		return err
@@ -172,7 +176,7 @@ func workersStarted(path string, offset int64) bool {
 	if err != nil {
 		return false
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }() // read only
 	if _, err := f.Seek(offset, io.SeekStart); err != nil {
 		return false
 	}

@@ -230,7 +230,7 @@ func (s *scenario) startProber(member, fqdn string) *prober {
 	require.NoError(s.t, err, "following the prober's log")
 	p := &prober{}
 	go func() {
-		defer stream.Close()
+		defer func() { _ = stream.Close() }() // read until it ends; closing is all that is left
 		sc := bufio.NewScanner(stream)
 		for sc.Scan() {
 			f := strings.Fields(sc.Text()) // <timestamp> probe <ip> <code>

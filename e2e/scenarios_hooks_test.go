@@ -139,16 +139,14 @@ func (s *scenario) denyDeletion(member, name string) func() {
 }
 
 // waitStage waits until status.operation is at stage on pod.
-func (s *scenario) waitStage(pod string, stage v1alpha1.StepStage) *v1alpha1.Operation {
+func (s *scenario) waitStage(pod string, stage v1alpha1.StepStage) {
 	s.t.Helper()
-	var op *v1alpha1.Operation
 	require.EventuallyWithT(s.t, func(c *assert.CollectT) {
-		op = s.get(c).Status.Operation
+		op := s.get(c).Status.Operation
 		require.NotNil(c, op, "no operation")
 		assert.Equal(c, pod, op.Pod)
 		assert.Equal(c, stage, op.Stage)
 	}, settleTimeout, poll, "stage %s of pod %s", stage, pod)
-	return op
 }
 
 // TestScenario18Hooks: the sample's pd and tikv drain each pod before it
@@ -175,7 +173,10 @@ func TestScenario18Hooks(t *testing.T) {
 	s.settle()
 	s.checker.Reset()
 	a, b, n := suite.memberA, suite.memberB, s.name
-	withHooks := []string{a + "/" + n + "-pd-0", a + "/" + n + "-pd-1", b + "/" + n + "-pd-2", a + "/" + n + "-tikv-0", a + "/" + n + "-tikv-1", b + "/" + n + "-tikv-2"}
+	withHooks := []string{
+		a + "/" + n + "-pd-0", a + "/" + n + "-pd-1", b + "/" + n + "-pd-2",
+		a + "/" + n + "-tikv-0", a + "/" + n + "-tikv-1", b + "/" + n + "-tikv-2",
+	}
 	for _, key := range withHooks {
 		member, name, _ := strings.Cut(key, "/")
 		require.Equal(t, [][]string{nil}, s.callLog(member, name), "%s: one start, no hook call yet", key)

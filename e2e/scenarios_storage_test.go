@@ -82,7 +82,10 @@ func TestScenario17ClaimsFollowTheirPods(t *testing.T) {
 	s := begin(t, "17 claims follow their pods", "storage")
 	s.createSample()
 	a, b, n := suite.memberA, suite.memberB, s.name
-	withClaims := []string{a + "/" + n + "-pd-0", a + "/" + n + "-pd-1", b + "/" + n + "-pd-2", a + "/" + n + "-tikv-0", a + "/" + n + "-tikv-1", b + "/" + n + "-tikv-2"}
+	withClaims := []string{
+		a + "/" + n + "-pd-0", a + "/" + n + "-pd-1", b + "/" + n + "-pd-2",
+		a + "/" + n + "-tikv-0", a + "/" + n + "-tikv-1", b + "/" + n + "-tikv-2",
+	}
 	realPods := suite.cfg.Provider == ProviderKind
 
 	// Every pod with a template has its claim, Bound, mounted; tidb has none.

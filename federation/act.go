@@ -26,6 +26,10 @@ import (
 // by the registry's probes.
 const memberWriteTimeout = 10 * time.Second
 
+// silentMemberWriteTimeout bounds a discovery write to a member that is
+// connected but has not answered within the freshness bound (discovery.go).
+const silentMemberWriteTimeout = time.Second
+
 // act carries out plan in the members, after the status write recorded it
 // (prev is the operation status held before: a completed step is counted
 // in it): headless Services and their EndpointSlices first (pods find each
@@ -79,10 +83,11 @@ func (r *Reconciler) act(ctx context.Context, fc *v1alpha1.FederationCluster, ob
 			continue
 		}
 		r.expectations.expectDelete(key, ref, obs.now)
-		r.recorder.Eventf(fc, nil, corev1.EventTypeNormal, EventFailedPodReplaced, "Delete", "Pod %s in member %s failed; deleted to come back under its name", ref.Name, ref.Member)
+		r.recorder.Eventf(fc, nil, corev1.EventTypeNormal, EventFailedPodReplaced, "Delete",
+			"Pod %s in member %s failed; deleted to come back under its name", ref.Name, ref.Member)
 	}
 	for _, c := range plan.Expand {
-		if err := r.expandClaim(ctx, fc, obs, c); err != nil {
+		if err := r.expandClaim(ctx, obs, c); err != nil {
 			failed(err)
 		}
 	}
@@ -253,7 +258,10 @@ func (n *issueStore) forget(fc client.ObjectKey) { n.set(fc, actIssues{}) }
 // whoever's it is, the pod mounts it (a claim made beforehand, for a
 // volume prepared by hand, is used as a StatefulSet would), but only a
 // claim fedop made is ever changed or deleted.
-func ensureClaim(ctx context.Context, c client.Client, fc *v1alpha1.FederationCluster, comp *v1alpha1.Component, pv *placementView, vct *v1alpha1.VolumeClaimTemplate, pod string) error {
+func ensureClaim(
+	ctx context.Context, c client.Client, fc *v1alpha1.FederationCluster, comp *v1alpha1.Component,
+	pv *placementView, vct *v1alpha1.VolumeClaimTemplate, pod string,
+) error {
 	name := ClaimName(vct.Metadata.Name, pod)
 	if _, ok := pv.claims[name]; ok {
 		return nil
@@ -270,7 +278,7 @@ func ensureClaim(ctx context.Context, c client.Client, fc *v1alpha1.FederationCl
 
 // expandClaim grows claim ref to its template's size: a patch of its
 // storage request, which the member's storage then carries out in place.
-func (r *Reconciler) expandClaim(ctx context.Context, fc *v1alpha1.FederationCluster, obs *observation, ref rollout.ClaimRef) error {
+func (r *Reconciler) expandClaim(ctx context.Context, obs *observation, ref rollout.ClaimRef) error {
 	mv := obs.members[ref.Pod.Member]
 	pv := obs.placement(ref.Pod.Component, ref.Pod.Member)
 	if mv == nil || mv.cluster == nil || pv == nil || pv.claims[ref.Name] == nil {

@@ -22,7 +22,9 @@ func CachedObjects() []client.Object {
 // Kept: name, namespace, UID, resourceVersion, generation, creation and
 // deletion times, deletion grace period, labels (member, component,
 // revision, instance, and topology.kubernetes.io/zone), finalizers, owner
-// references, spec.nodeName, status phase and conditions (Ready and its
+// references, spec.nodeName, each container's name and named ports (a
+// hook's port may be a name: hooks.go resolves it on the pod), status
+// phase and conditions (Ready and its
 // lastTransitionTime), and the pod's IPs (status.podIP and podIPs, which
 // its EndpointSlices publish). Dropped: annotations, the rest of the
 // spec, container statuses, host IPs.
@@ -50,7 +52,7 @@ func TrimPod(obj any) (any, error) {
 			Finalizers:                 pod.Finalizers,
 			OwnerReferences:            pod.OwnerReferences,
 		},
-		Spec: corev1.PodSpec{NodeName: pod.Spec.NodeName},
+		Spec: corev1.PodSpec{NodeName: pod.Spec.NodeName, Containers: namedPorts(pod.Spec.Containers)},
 		Status: corev1.PodStatus{
 			Phase:      pod.Status.Phase,
 			Conditions: pod.Status.Conditions,
@@ -58,4 +60,22 @@ func TrimPod(obj any) (any, error) {
 			PodIPs:     pod.Status.PodIPs,
 		},
 	}, nil
+}
+
+// namedPorts returns containers with only their names and named ports, or
+// nil when no container has one.
+func namedPorts(containers []corev1.Container) []corev1.Container {
+	var out []corev1.Container
+	for _, c := range containers {
+		var ports []corev1.ContainerPort
+		for _, p := range c.Ports {
+			if p.Name != "" {
+				ports = append(ports, corev1.ContainerPort{Name: p.Name, ContainerPort: p.ContainerPort})
+			}
+		}
+		if len(ports) > 0 {
+			out = append(out, corev1.Container{Name: c.Name, Ports: ports})
+		}
+	}
+	return out
 }

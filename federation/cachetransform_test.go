@@ -23,7 +23,12 @@ func TestTrimPod(t *testing.T) {
 			DeletionTimestamp:          &now,
 			DeletionGracePeriodSeconds: &grace,
 		},
-		Spec: corev1.PodSpec{NodeName: "n1", Containers: []corev1.Container{{Name: "pd", Image: "pingcap/pd:v8.5.0"}}},
+		Spec: corev1.PodSpec{NodeName: "n1", Containers: []corev1.Container{
+			{Name: "pd", Image: "pingcap/pd:v8.5.0", Ports: []corev1.ContainerPort{
+				{ContainerPort: 2379}, {Name: "hooks", ContainerPort: 8080, Protocol: corev1.ProtocolTCP},
+			}},
+			{Name: "sidecar", Image: "busybox"},
+		}},
 		Status: corev1.PodStatus{
 			Phase:             corev1.PodRunning,
 			Conditions:        []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: now}},
@@ -50,10 +55,11 @@ func TestTrimPod(t *testing.T) {
 	// The bulk is gone, and the input is not modified.
 	assert.Nil(t, pod.Annotations)
 	assert.Nil(t, pod.ManagedFields)
-	assert.Empty(t, pod.Spec.Containers)
+	// Named ports only, for hooks that name their port.
+	assert.Equal(t, []corev1.Container{{Name: "pd", Ports: []corev1.ContainerPort{{Name: "hooks", ContainerPort: 8080}}}}, pod.Spec.Containers)
 	assert.Empty(t, pod.Status.ContainerStatuses)
 	assert.Empty(t, pod.Status.HostIP)
-	assert.Len(t, full.Spec.Containers, 1, "the informer's object was modified")
+	assert.Len(t, full.Spec.Containers, 2, "the informer's object was modified")
 
 	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "s"}}
 	out, err = TrimPod(svc)

@@ -65,17 +65,21 @@ func (r *Reconciler) cleanup(ctx context.Context, fc *v1alpha1.FederationCluster
 	}
 
 	skip := fc.Annotations[v1alpha1.AnnotationSkipUnreachableCleanup] == "true"
-	cond := metav1.Condition{Type: v1alpha1.ConditionCleanedUp, Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonCleaningUp, ObservedGeneration: fc.Generation}
+	cond := metav1.Condition{
+		Type: v1alpha1.ConditionCleanedUp, Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonCleaningUp, ObservedGeneration: fc.Generation,
+	}
 	switch {
 	case len(remaining) > 0:
 		cond.Message = fmt.Sprintf("waiting for fedop's pods and Services to go in %s", strings.Join(remaining, ", "))
 	case len(unreachable) > 0 && !skip:
 		cond.Reason = v1alpha1.ReasonMemberUnreachable
-		cond.Message = fmt.Sprintf("member cluster %s cannot be reached to delete fedop's objects; the finalizer stays until it reconnects or the object is annotated %s: \"true\"",
+		cond.Message = fmt.Sprintf("member cluster %s cannot be reached to delete fedop's objects; "+
+			"the finalizer stays until it reconnects or the object is annotated %s: \"true\"",
 			strings.Join(unreachable, ", "), v1alpha1.AnnotationSkipUnreachableCleanup)
 	default:
 		if len(unreachable) > 0 {
-			r.recorder.Eventf(fc, nil, corev1.EventTypeWarning, EventCleanupSkipped, "Delete", "Objects in unreachable member %s were left behind (%s)", strings.Join(unreachable, ", "), v1alpha1.AnnotationSkipUnreachableCleanup)
+			r.recorder.Eventf(fc, nil, corev1.EventTypeWarning, EventCleanupSkipped, "Delete",
+				"Objects in unreachable member %s were left behind (%s)", strings.Join(unreachable, ", "), v1alpha1.AnnotationSkipUnreachableCleanup)
 		}
 		controllerutil.RemoveFinalizer(fc, v1alpha1.Finalizer)
 		if err := r.client.Update(ctx, fc); err != nil {

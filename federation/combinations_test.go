@@ -120,7 +120,7 @@ func startScenario(t *testing.T, base string, fc func(ns string) *v1alpha1.Feder
 			dumpState(t, env, s.key)
 		}
 	})
-	s.checker = startChecker(t, env, k, ns, fcName)
+	s.checker = startChecker(t, env, k, ns)
 	s.fedop = startFedop(t, env, ns+"-1")
 	obj := fc(ns)
 	s.checker.setDesired(obj)

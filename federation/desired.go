@@ -158,7 +158,9 @@ func claimStorageClass(vct *v1alpha1.VolumeClaimTemplate, p *v1alpha1.Placement)
 // desiredClaim returns the claim of template vct for pod (component c of
 // fc, placement p), labelled like fedop's pods and with fedop.io/pod
 // naming its pod.
-func desiredClaim(fc *v1alpha1.FederationCluster, c *v1alpha1.Component, p *v1alpha1.Placement, vct *v1alpha1.VolumeClaimTemplate, pod string) (*corev1.PersistentVolumeClaim, error) {
+func desiredClaim(
+	fc *v1alpha1.FederationCluster, c *v1alpha1.Component, p *v1alpha1.Placement, vct *v1alpha1.VolumeClaimTemplate, pod string,
+) (*corev1.PersistentVolumeClaim, error) {
 	size, err := resource.ParseQuantity(vct.Spec.Resources.Requests.Storage)
 	if err != nil {
 		return nil, fmt.Errorf("volumeClaimTemplate %s: storage: %w", vct.Metadata.Name, err)
@@ -181,8 +183,8 @@ func desiredClaim(fc *v1alpha1.FederationCluster, c *v1alpha1.Component, p *v1al
 	for _, m := range vct.Spec.AccessModes {
 		claim.Spec.AccessModes = append(claim.Spec.AccessModes, corev1.PersistentVolumeAccessMode(m))
 	}
-	if vct.Spec.VolumeMode != nil {
-		mode := corev1.PersistentVolumeMode(*vct.Spec.VolumeMode)
+	if vct.Spec.VolumeMode != "" {
+		mode := corev1.PersistentVolumeMode(vct.Spec.VolumeMode)
 		claim.Spec.VolumeMode = &mode
 	}
 	return claim, nil

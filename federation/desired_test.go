@@ -22,7 +22,10 @@ func testComponent() *v1alpha1.Component {
 				NodeSelector:   map[string]string{"disk": "ssd", "topology.kubernetes.io/zone": "x"},
 				InitContainers: []corev1.Container{{Name: "init", Image: "init:1", Env: []corev1.EnvVar{{Name: "MODE", Value: "base"}}}},
 				Containers: []corev1.Container{
-					{Name: "pd", Image: "pd:1", Env: []corev1.EnvVar{{Name: "MODE", Value: "base"}, {Name: "KEEP", Value: "k"}}, Ports: []corev1.ContainerPort{{Name: "client", ContainerPort: 2379}, {ContainerPort: 9999}}},
+					{
+						Name: "pd", Image: "pd:1", Env: []corev1.EnvVar{{Name: "MODE", Value: "base"}, {Name: "KEEP", Value: "k"}},
+						Ports: []corev1.ContainerPort{{Name: "client", ContainerPort: 2379}, {ContainerPort: 9999}},
+					},
 					{Name: "sidecar", Image: "sidecar:1"},
 				},
 			},
@@ -130,9 +133,13 @@ func TestClaimsOfAPod(t *testing.T) {
 	c := testComponent()
 	c.Template.Spec.Volumes = []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}, {Name: "conf"}}
 	c.VolumeClaimTemplates = []v1alpha1.VolumeClaimTemplate{{
-		Metadata: v1alpha1.ClaimMetadata{Name: "data", Labels: map[string]string{v1alpha1.LabelInstance: "not-demo", "tier": "data"}, Annotations: map[string]string{"a": "1"}},
-		Spec: v1alpha1.ClaimSpec{AccessModes: []string{"ReadWriteOnce"}, StorageClassName: ptr.To("standard"), VolumeMode: ptr.To("Filesystem"),
-			Resources: v1alpha1.ClaimResources{Requests: v1alpha1.ClaimRequests{Storage: "10Gi"}}},
+		Metadata: v1alpha1.ClaimMetadata{
+			Name: "data", Labels: map[string]string{v1alpha1.LabelInstance: "not-demo", "tier": "data"}, Annotations: map[string]string{"a": "1"},
+		},
+		Spec: v1alpha1.ClaimSpec{
+			AccessModes: []string{"ReadWriteOnce"}, StorageClassName: ptr.To("standard"), VolumeMode: "Filesystem",
+			Resources: v1alpha1.ClaimResources{Requests: v1alpha1.ClaimRequests{Storage: "10Gi"}},
+		},
 	}}
 	p := &v1alpha1.Placement{Member: "k8s-a", Replicas: 1}
 

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -75,7 +76,9 @@ type podsSource struct {
 // address family with endpoints, one slice named
 // <fc>-<component>.<source>.<family> (split every maxSliceEndpoints, the
 // later parts suffixed -1, -2, ...), its endpoints sorted by hostname.
-func componentSlices(fc *v1alpha1.FederationCluster, component, target string, ports []discoveryv1.EndpointPort, sources []podsSource) []*discoveryv1.EndpointSlice {
+func componentSlices(
+	fc *v1alpha1.FederationCluster, component, target string, ports []discoveryv1.EndpointPort, sources []podsSource,
+) []*discoveryv1.EndpointSlice {
 	var out []*discoveryv1.EndpointSlice
 	for _, src := range sources {
 		byFamily := map[discoveryv1.AddressType][]discoveryv1.Endpoint{}
@@ -354,7 +357,16 @@ func (r *Reconciler) syncDiscovery(ctx context.Context, fc *v1alpha1.FederationC
 	results := make([]memberDiscovery, len(targets))
 	var wg sync.WaitGroup
 	for i, name := range targets {
-		wg.Go(func() { results[i] = syncMemberDiscovery(ctx, fc, obs, name) })
+		// A member that has not answered within the freshness bound is
+		// written with a short deadline: a write to a frozen member would
+		// otherwise hold this reconcile, and with it the status that says
+		// the member is silent, for memberWriteTimeout; a member that is
+		// only slow (a busy API server) still gets its slices.
+		timeout := memberWriteTimeout
+		if !obs.members[name].state.Fresh {
+			timeout = silentMemberWriteTimeout
+		}
+		wg.Go(func() { results[i] = syncMemberDiscovery(ctx, fc, obs, name, timeout) })
 	}
 	wg.Wait()
 	var errs []error
@@ -374,8 +386,8 @@ func (r *Reconciler) syncDiscovery(ctx context.Context, fc *v1alpha1.FederationC
 // it hosts first (they create the namespace), then the slices, then the
 // Services of components it no longer hosts, once their pods and slices
 // are gone.
-func syncMemberDiscovery(ctx context.Context, fc *v1alpha1.FederationCluster, obs *observation, target string) (res memberDiscovery) {
-	ctx, cancel := context.WithTimeout(ctx, memberWriteTimeout)
+func syncMemberDiscovery(ctx context.Context, fc *v1alpha1.FederationCluster, obs *observation, target string, timeout time.Duration) (res memberDiscovery) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	mv := obs.members[target]
 	c := mv.cluster.GetClient()
@@ -393,12 +405,7 @@ func syncMemberDiscovery(ctx context.Context, fc *v1alpha1.FederationCluster, ob
 		switch {
 		case cv.spec != nil && pv.spec != nil && pv.spec.Replicas > 0:
 			svc := desiredService(fc, cv.spec, target)
-			wrote, err := syncService(ctx, c, fc, pv.service, svc)
-			if err != nil {
-				fail(err)
-			}
-			serviceOK[cv.name] = err == nil
-			res.applied += count(wrote)
+			serviceOK[cv.name] = syncHostedService(ctx, mv, fc, pv.service, svc, &res, fail)
 			ports = svc.Spec.Ports
 		case pv.service != nil && len(pv.pods) > 0:
 			// Draining: its pods still run and still look their peers up.
@@ -475,6 +482,32 @@ func syncMemberDiscovery(ctx context.Context, fc *v1alpha1.FederationCluster, ob
 		res.deleted++
 	}
 	return res
+}
+
+// syncHostedService applies svc, the Service of a component member mv
+// hosts, over have, and reports whether it is in place. Errors go to fail,
+// counts to res.
+func syncHostedService(
+	ctx context.Context, mv *memberView, fc *v1alpha1.FederationCluster, have, svc *corev1.Service, res *memberDiscovery, fail func(error),
+) bool {
+	c := mv.cluster.GetClient()
+	wrote, err := syncService(ctx, c, fc, have, svc)
+	if err != nil {
+		fail(err)
+	}
+	if err == nil && wrote && have != nil && len(have.Spec.Selector) > 0 {
+		// An earlier fedop's Service lost its selector: the endpoints
+		// controller's Endpoints object is left behind (it marks it
+		// skip-mirror, so no mirrored slice ever points at it), stale for
+		// good.
+		n, derr := deleteStaleEndpoints(ctx, c, mv.cluster.GetAPIReader(), have)
+		res.deleted += n
+		if derr != nil {
+			fail(derr)
+		}
+	}
+	res.applied += count(wrote)
+	return err == nil
 }
 
 func count(b bool) int {

@@ -182,7 +182,8 @@ func earlierFedopService(t *testing.T, m *testenv.Cluster, ns string) *corev1.Se
 		return out
 	}
 	stale := []discoveryv1.Endpoint{{Addresses: []string{"10.241.200.1"}, Hostname: ptr.To("demo-pd-0")}}
-	for name, managedBy := range map[string]string{"demo-pd-x7k2p": "endpointslice-controller.k8s.io", "demo-pd-m1rr0": "endpointslicemirroring-controller.k8s.io"} {
+	controllers := map[string]string{"demo-pd-x7k2p": "endpointslice-controller.k8s.io", "demo-pd-m1rr0": "endpointslicemirroring-controller.k8s.io"}
+	for name, managedBy := range controllers {
 		require.NoError(t, m.Client.Create(ctx, &discoveryv1.EndpointSlice{
 			ObjectMeta:  metav1.ObjectMeta{Namespace: ns, Name: name, Labels: with(map[string]string{discoveryv1.LabelManagedBy: managedBy})},
 			AddressType: discoveryv1.AddressTypeIPv4,

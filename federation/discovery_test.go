@@ -273,7 +273,8 @@ func TestDeleteForeignSlices(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, 3, n, "two slices and the Endpoints object")
 	for _, gone := range []client.Object{controllers, mirrored, endpoints} {
-		assert.True(t, apierrors.IsNotFound(c.Get(t.Context(), client.ObjectKeyFromObject(gone), gone.DeepCopyObject().(client.Object))), "%s was not deleted", gone.GetName())
+		err := c.Get(t.Context(), client.ObjectKeyFromObject(gone), gone.DeepCopyObject().(client.Object))
+		assert.True(t, apierrors.IsNotFound(err), "%s was not deleted", gone.GetName())
 	}
 	for _, kept := range []client.Object{ours, otherService} {
 		assert.NoError(t, c.Get(t.Context(), client.ObjectKeyFromObject(kept), &discoveryv1.EndpointSlice{}), "%s was deleted", kept.GetName())

@@ -81,11 +81,14 @@ const (
 // a step completed or dropped, a pod stuck past the progress deadline
 // (naming its claims that are not Bound, pending), a member disconnected,
 // reconnected or forgotten.
-func (r *Reconciler) recordTransitions(fc *v1alpha1.FederationCluster, before *v1alpha1.FederationClusterStatus, plan rollout.Plan, obs *observation, pending []string) {
+func (r *Reconciler) recordTransitions(
+	fc *v1alpha1.FederationCluster, before *v1alpha1.FederationClusterStatus, plan rollout.Plan, obs *observation, pending []string,
+) {
 	prev, next := before.Operation, plan.Operation
 	if plan.Released && prev != nil {
 		r.recorder.Eventf(fc, nil, corev1.EventTypeNormal, EventOperationReleased, string(prev.Type),
-			"%s started %s released at the request of %s (annotation %s); planning again", prev.Type, prev.StartedTime.UTC().Format(time.RFC3339), releaseRequester(fc), v1alpha1.AnnotationReleaseOperation)
+			"%s started %s released at the request of %s (annotation %s); planning again",
+			prev.Type, prev.StartedTime.UTC().Format(time.RFC3339), releaseRequester(fc), v1alpha1.AnnotationReleaseOperation)
 		prev = nil
 	}
 	if plan.Dropped != "" {
@@ -94,7 +97,8 @@ func (r *Reconciler) recordTransitions(fc *v1alpha1.FederationCluster, before *v
 	r.recordStuck(fc, before, plan, pending)
 	for _, f := range obs.forgotten {
 		r.recorder.Eventf(fc, nil, corev1.EventTypeWarning, EventMemberForgotten, "Observe",
-			"Member cluster %s is in no topology and cannot be reached; fedop no longer waits for it. Pods last known there: %s. If it comes back, they are removed", f.member, strings.Join(f.pods, ", "))
+			"Member cluster %s is in no topology and cannot be reached; fedop no longer waits for it. "+
+				"Pods last known there: %s. If it comes back, they are removed", f.member, strings.Join(f.pods, ", "))
 	}
 	if c := plan.Completed; c != nil && prev != nil {
 		switch {
@@ -124,7 +128,8 @@ func (r *Reconciler) recordTransitions(fc *v1alpha1.FederationCluster, before *v
 		connected, known := was[name]
 		switch {
 		case mv.cluster == nil && (connected || !known) && mv.state.Reason != member.ReasonConnecting:
-			r.recorder.Eventf(fc, nil, corev1.EventTypeWarning, EventMemberDisconnected, "Observe", "Member cluster %s is not connected: %s", name, memberMessage(mv.state))
+			r.recorder.Eventf(fc, nil, corev1.EventTypeWarning, EventMemberDisconnected, "Observe",
+				"Member cluster %s is not connected: %s", name, memberMessage(mv.state))
 		case mv.cluster != nil && known && !connected:
 			r.recorder.Eventf(fc, nil, corev1.EventTypeNormal, EventMemberConnected, "Observe", "Member cluster %s is connected", name)
 		}
@@ -144,7 +149,8 @@ func (r *Reconciler) recordStuck(fc *v1alpha1.FederationCluster, before *v1alpha
 	switch {
 	case len(pending) > 0 && (c == nil || c.Reason != v1alpha1.ReasonClaimPending):
 		r.recorder.Eventf(fc, nil, corev1.EventTypeWarning, EventClaimPending, "Observe",
-			"Pod %s in member %s has not been available for %s, longer than spec.progressDeadlineSeconds: its claim %s in member %s is not Bound", s.Name, s.Member, plan.StuckFor.Round(time.Second), strings.Join(pending, ", "), s.Member)
+			"Pod %s in member %s has not been available for %s, longer than spec.progressDeadlineSeconds: its claim %s in member %s is not Bound",
+			s.Name, s.Member, plan.StuckFor.Round(time.Second), strings.Join(pending, ", "), s.Member)
 	case len(pending) == 0 && !reported:
 		r.recorder.Eventf(fc, nil, corev1.EventTypeWarning, EventProgressDeadlineExceeded, "Observe",
 			"Pod %s in member %s has not been available for %s, longer than spec.progressDeadlineSeconds", s.Name, s.Member, plan.StuckFor.Round(time.Second))
@@ -155,23 +161,28 @@ func (r *Reconciler) recordStuck(fc *v1alpha1.FederationCluster, before *v1alpha
 // Draining and drained, a called-off step undone, a hook failing more than
 // a few times in a row, a timeout, a postReady gate that started to fail.
 func (r *Reconciler) recordHooks(fc *v1alpha1.FederationCluster, before *v1alpha1.FederationClusterStatus, plan rollout.Plan, out hookOutcome) {
-	if op := plan.Operation; op != nil && op.Stage == v1alpha1.StageDraining && plan.Drain != nil && !recordedStage(before.Operation, v1alpha1.StageDraining, plan.Drain) {
-		r.recorder.Eventf(fc, nil, corev1.EventTypeNormal, EventPodDraining, "Drain", "Calling the preDelete hook of pod %s in member %s before deleting it", plan.Drain.Name, plan.Drain.Member)
+	draining := plan.Operation != nil && plan.Operation.Stage == v1alpha1.StageDraining && plan.Drain != nil
+	if draining && !recordedStage(before.Operation, v1alpha1.StageDraining, plan.Drain) {
+		r.recorder.Eventf(fc, nil, corev1.EventTypeNormal, EventPodDraining, "Drain",
+			"Calling the preDelete hook of pod %s in member %s before deleting it", plan.Drain.Name, plan.Drain.Member)
 	}
 	if d := out.drained; d != nil {
 		r.recorder.Eventf(fc, nil, corev1.EventTypeNormal, EventPodDrained, "Drain", "The preDelete hook of pod %s in member %s answered", d.Name, d.Member)
 	}
 	if u := plan.Undone; u != nil {
-		r.recorder.Eventf(fc, nil, corev1.EventTypeNormal, EventStepUndone, "Undo", "The undo of pod %s in member %s answered: its called-off step is dropped", u.Name, u.Member)
+		r.recorder.Eventf(fc, nil, corev1.EventTypeNormal, EventStepUndone, "Undo",
+			"The undo of pod %s in member %s answered: its called-off step is dropped", u.Name, u.Member)
 	}
 	if out.failedOn != nil && out.failures >= hookFailureEvents {
-		r.recorder.Eventf(fc, nil, corev1.EventTypeWarning, EventHookFailed, "Hook", "The %s hook of pod %s in member %s failed %d times in a row: %s", out.failed, out.failedOn.Name, out.failedOn.Member, out.failures, plan.Message)
+		r.recorder.Eventf(fc, nil, corev1.EventTypeWarning, EventHookFailed, "Hook",
+			"The %s hook of pod %s in member %s failed %d times in a row: %s", out.failed, out.failedOn.Name, out.failedOn.Member, out.failures, plan.Message)
 	}
 	prev := meta.FindStatusCondition(before.Conditions, v1alpha1.ConditionProgressing)
 	was := func(reason string) bool { return prev != nil && prev.Reason == reason }
 	switch {
 	case plan.Proceeded && plan.Delete != nil:
-		r.recorder.Eventf(fc, nil, corev1.EventTypeWarning, EventHookTimedOut, "Delete", "The preDelete hook of pod %s in member %s did not succeed in time; deleting it anyway (onTimeout Proceed)", plan.Delete.Name, plan.Delete.Member)
+		r.recorder.Eventf(fc, nil, corev1.EventTypeWarning, EventHookTimedOut, "Delete",
+			"The preDelete hook of pod %s in member %s did not succeed in time; deleting it anyway (onTimeout Proceed)", plan.Delete.Name, plan.Delete.Member)
 	case plan.Hook == v1alpha1.ReasonHookTimedOut && !was(v1alpha1.ReasonHookTimedOut):
 		r.recorder.Eventf(fc, nil, corev1.EventTypeWarning, EventHookTimedOut, "Halt", "%s", plan.Message)
 	case plan.Hook == v1alpha1.ReasonHealthCheckFailed && !was(v1alpha1.ReasonHealthCheckFailed):

@@ -252,8 +252,10 @@ func startFedop(t *testing.T, env *testenv.Federation, identity string, opts ...
 		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
 	})
 	require.NoError(t, err)
-	registry := member.NewRegistry(member.Options{Scheme: scheme, CacheSelector: v1alpha1.ManagedBySelector(), ProbePeriod: probePeriod, SyncTimeout: 10 * time.Second,
-		Transform: federation.TrimPod, Objects: federation.CachedObjects()})
+	registry := member.NewRegistry(member.Options{
+		Scheme: scheme, CacheSelector: v1alpha1.ManagedBySelector(), ProbePeriod: probePeriod, SyncTimeout: 10 * time.Second,
+		Transform: federation.TrimPod, Objects: federation.CachedObjects(),
+	})
 	require.NoError(t, registry.SetupWithManager(mgr))
 	o := federation.Options{
 		Client:   mgr.GetClient(),
@@ -506,7 +508,7 @@ func (k *kubelet) notify(memberName string, pod *corev1.Pod) {
 	}
 }
 
-func (k *kubelet) subscribe(fn func(member string, pod *corev1.Pod)) (unsubscribe func()) {
+func (k *kubelet) subscribe(fn func(memberName string, pod *corev1.Pod)) (unsubscribe func()) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	id := k.nextSub
@@ -519,11 +521,11 @@ func (k *kubelet) subscribe(fn func(member string, pod *corev1.Pod)) (unsubscrib
 	}
 }
 
-// hold keeps pods named ns/name in member from becoming Ready until the
-// returned release is called (or the test ends). A pod already Ready is
-// not affected.
-func (k *kubelet) hold(t *testing.T, memberName, ns, name string) (release func()) {
-	hk := memberName + "/" + ns + "/" + name
+// hold keeps pods named ns/name in member memberA from becoming Ready
+// until the returned release is called (or the test ends). A pod already
+// Ready is not affected.
+func (k *kubelet) hold(t *testing.T, ns, name string) (release func()) {
+	hk := memberA + "/" + ns + "/" + name
 	k.mu.Lock()
 	k.holds[hk] = true
 	k.mu.Unlock()
@@ -534,7 +536,7 @@ func (k *kubelet) hold(t *testing.T, memberName, ns, name string) (release func(
 		delete(k.held, hk)
 		k.mu.Unlock()
 		if due {
-			k.markReady(memberName, types.NamespacedName{Namespace: ns, Name: name}, uid)
+			k.markReady(memberA, types.NamespacedName{Namespace: ns, Name: name}, uid)
 		}
 	}
 	t.Cleanup(release)
@@ -583,9 +585,10 @@ type checkedPod struct {
 	ready, terminating      bool
 }
 
-// startChecker starts a checker for FederationCluster ns/name and stops it
-// when the test ends.
-func startChecker(t *testing.T, env *testenv.Federation, k *kubelet, ns, name string) *checker {
+// startChecker starts a checker for FederationCluster ns/fcName and stops
+// it when the test ends.
+func startChecker(t *testing.T, env *testenv.Federation, k *kubelet, ns string) *checker {
+	name := fcName
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	c := &checker{ns: ns, name: name, cancel: cancel, desired: map[string]int{}, pods: map[types.UID]*checkedPod{}, gone: map[types.UID]bool{}}
@@ -878,12 +881,14 @@ func requireSettled(t *testing.T, env *testenv.Federation, key client.ObjectKey)
 	return fc
 }
 
-func assertCondition(t assert.TestingT, fc *v1alpha1.FederationCluster, typ string, status metav1.ConditionStatus, reason string) bool {
+func assertCondition(t assert.TestingT, fc *v1alpha1.FederationCluster, typ string, status metav1.ConditionStatus, reason string) {
 	c := meta.FindStatusCondition(fc.Status.Conditions, typ)
 	if !assert.NotNil(t, c, "condition %s", typ) {
-		return false
+		return
 	}
-	return assert.Equal(t, status, c.Status, "condition %s: %s", typ, c.Message) && assert.Equal(t, reason, c.Reason, "reason of %s: %s", typ, c.Message)
+	if assert.Equal(t, status, c.Status, "condition %s: %s", typ, c.Message) {
+		assert.Equal(t, reason, c.Reason, "reason of %s: %s", typ, c.Message)
+	}
 }
 
 // memberPods returns fedop's pods of fc in every member, read from the API

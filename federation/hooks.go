@@ -32,6 +32,14 @@ const (
 	hookBackoffMax     = 30 * time.Second
 )
 
+// The kinds of the calls a preDelete hook makes: its httpGet before a
+// deletion, its undo when the deletion is called off. They name the call
+// in messages and Events, as the API's field names do.
+const (
+	hookPreDelete = "preDelete"
+	hookUndo      = "undo"
+)
+
 // hookFailureEvents is how many failures in a row of one hook call pass
 // before each further failure is also recorded as a Warning Event.
 const hookFailureEvents = 3
@@ -275,7 +283,7 @@ func (r *Reconciler) planWithHooks(ctx context.Context, fc *v1alpha1.FederationC
 	// The step's hook failures so far, so that a plan that does not call
 	// it (halted past its timeout, or in backoff) still says why.
 	if op := fc.Status.Operation; op != nil && op.Pod != "" {
-		kind := map[v1alpha1.StepStage]string{v1alpha1.StageDraining: "preDelete", v1alpha1.StageUndoing: "undo"}[op.Stage]
+		kind := map[v1alpha1.StepStage]string{v1alpha1.StageDraining: hookPreDelete, v1alpha1.StageUndoing: hookUndo}[op.Stage]
 		if kind != "" {
 			ref := rollout.PodRef{Member: op.Member, Name: op.Pod, UID: op.PodUID}
 			state.Calls.Failures, state.Calls.Failed = r.hooks.last(stepHookID(key, kind, ref, op))
@@ -295,7 +303,7 @@ func (r *Reconciler) planWithHooks(ctx context.Context, fc *v1alpha1.FederationC
 			if state.Calls.Health == nil {
 				state.Calls.Health = map[string]string{}
 			}
-			r.checkHealth(ctx, key, fc, obs, ask, state.Calls.Health, &out)
+			r.checkHealth(ctx, key, obs, ask, state.Calls.Health, &out)
 			called = true
 		}
 		for _, call := range []struct {
@@ -304,8 +312,8 @@ func (r *Reconciler) planWithHooks(ctx context.Context, fc *v1alpha1.FederationC
 			kind  string
 			done  *bool
 		}{
-			{plan.Drain, v1alpha1.StageDraining, "preDelete", &state.Calls.Drained},
-			{plan.Undo, v1alpha1.StageUndoing, "undo", &state.Calls.Undone},
+			{plan.Drain, v1alpha1.StageDraining, hookPreDelete, &state.Calls.Drained},
+			{plan.Undo, v1alpha1.StageUndoing, hookUndo, &state.Calls.Undone},
 		} {
 			if call.ref == nil || *call.done {
 				continue
@@ -329,12 +337,12 @@ func (r *Reconciler) planWithHooks(ctx context.Context, fc *v1alpha1.FederationC
 				continue
 			}
 			tried = true
-			err := r.callHook(ctx, fc, obs, *call.ref, call.kind)
+			err := r.callHook(ctx, obs, *call.ref, call.kind)
 			called = true
 			if err == nil {
 				r.hooks.succeeded(id)
 				*call.done = true
-				if call.kind == "undo" {
+				if call.kind == hookUndo {
 					out.undone = call.ref
 				} else {
 					out.drained = call.ref
@@ -355,15 +363,15 @@ func (r *Reconciler) planWithHooks(ctx context.Context, fc *v1alpha1.FederationC
 	return plan, out
 }
 
-// callHook calls hook kind ("preDelete" or "undo") of the component of
+// callHook calls hook kind (hookPreDelete or hookUndo) of the component of
 // ref on ref's pod.
-func (r *Reconciler) callHook(ctx context.Context, fc *v1alpha1.FederationCluster, obs *observation, ref rollout.PodRef, kind string) error {
+func (r *Reconciler) callHook(ctx context.Context, obs *observation, ref rollout.PodRef, kind string) error {
 	cv := obs.component(ref.Component)
 	if cv == nil || cv.spec == nil || cv.spec.Lifecycle == nil || cv.spec.Lifecycle.PreDelete == nil {
 		return fmt.Errorf("component %s has no preDelete hook", ref.Component)
 	}
 	hook := cv.spec.Lifecycle.PreDelete.HTTPGet
-	if kind == "undo" {
+	if kind == hookUndo {
 		if cv.spec.Lifecycle.PreDelete.Undo == nil {
 			return fmt.Errorf("component %s's preDelete hook has no undo", ref.Component)
 		}
@@ -383,7 +391,9 @@ const maxParallelHealth = 8
 // checkHealth calls the postReady gate of every pod in refs and records
 // each answer in health ("" for 2xx). A pod whose last call failed is not
 // called again before its backoff ends: its last answer stands.
-func (r *Reconciler) checkHealth(ctx context.Context, key client.ObjectKey, fc *v1alpha1.FederationCluster, obs *observation, refs []rollout.PodRef, health map[string]string, out *hookOutcome) {
+func (r *Reconciler) checkHealth(
+	ctx context.Context, key client.ObjectKey, obs *observation, refs []rollout.PodRef, health map[string]string, out *hookOutcome,
+) {
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, maxParallelHealth)

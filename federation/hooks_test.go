@@ -117,7 +117,9 @@ func drainAndGate() *v1alpha1.Lifecycle {
 			Undo:           &v1alpha1.HTTPGetHook{Path: "/undrain", Port: intstr.FromInt32(8080)},
 			TimeoutSeconds: 60,
 		},
-		PostReady: &v1alpha1.PostReadyHook{HTTPGet: v1alpha1.HTTPGetHook{Path: "/health", Port: intstr.FromInt32(8080)}, Scope: v1alpha1.HookScopeComponent, TimeoutSeconds: 60},
+		PostReady: &v1alpha1.PostReadyHook{
+			HTTPGet: v1alpha1.HTTPGetHook{Path: "/health", Port: intstr.FromInt32(8080)}, Scope: v1alpha1.HookScopeComponent, TimeoutSeconds: 60,
+		},
 	}
 }
 
@@ -133,7 +135,7 @@ func startHookScenario(t *testing.T, base string, h *fakeHooks, fc func(ns strin
 			dumpState(t, env, s.key)
 		}
 	})
-	s.checker = startChecker(t, env, k, ns, fcName)
+	s.checker = startChecker(t, env, k, ns)
 	s.fedop = startFedop(t, env, ns+"-1", withHooks(h))
 	obj := fc(ns)
 	s.checker.setDesired(obj)
@@ -147,9 +149,13 @@ func operation(t require.TestingT, s *scenario) *v1alpha1.Operation {
 	return getFC(t, s.env, s.key).Status.Operation
 }
 
-// waitStage waits until status.operation is at stage on pod.
-func waitStage(t *testing.T, s *scenario, pod string, stage v1alpha1.StepStage) *v1alpha1.Operation {
+// hookVictim is the pod the hook scenarios step on.
+const hookVictim = fcName + "-db-1"
+
+// waitStage waits until status.operation is at stage on pod hookVictim.
+func waitStage(t *testing.T, s *scenario, stage v1alpha1.StepStage) *v1alpha1.Operation {
 	t.Helper()
+	pod := hookVictim
 	var op *v1alpha1.Operation
 	require.EventuallyWithT(t, func(c *assert.CollectT) {
 		op = operation(c, s)
@@ -263,7 +269,8 @@ func TestDrainBeforeEachDeletion(t *testing.T) {
 			before = append(before, c.member+"/"+c.pod)
 		}
 	}
-	assert.ElementsMatch(t, []string{memberA + "/" + fcName + "-db-0", memberB + "/" + fcName + "-db-2"}, slices.Compact(slices.Sorted(slices.Values(before))), "gate before the first deletion")
+	gated := slices.Compact(slices.Sorted(slices.Values(before)))
+	assert.ElementsMatch(t, []string{memberA + "/" + fcName + "-db-0", memberB + "/" + fcName + "-db-2"}, gated, "gate before the first deletion")
 	last := slices.MaxFunc(r.deletionTimes, time.Time.Compare)
 	asked := map[string]bool{}
 	for _, c := range h.log("/health") {
@@ -382,18 +389,18 @@ func TestDrainTimeoutProceeds(t *testing.T) {
 func TestCalledOffStepIsUndone(t *testing.T) {
 	h := newFakeHooks()
 	s := startHookScenario(t, "calloff", h, hookFC(drainAndGate()))
-	victim := fcName + "-db-1"
+	victim := hookVictim
 	denyDeletion(t, s, memberA, victim)
 	s.checker.reset()
 	updateFC(t, s.env, s.key, setImages("2"))
-	waitStage(t, s, victim, v1alpha1.StageDeleting)
+	waitStage(t, s, v1alpha1.StageDeleting)
 	require.Len(t, h.log("/drain"), 1)
 
 	// Reverted: the drain is undone; the undo fails at first, and a new
 	// manager goes on calling it.
 	h.answer("/undrain", "", 503)
 	updateFC(t, s.env, s.key, setImages("1"))
-	waitStage(t, s, victim, v1alpha1.StageUndoing)
+	waitStage(t, s, v1alpha1.StageUndoing)
 	require.Eventually(t, func() bool { return len(h.log("/undrain")) >= 2 }, wait, tick)
 	s.fedop.stop(t)
 	s.fedop = startFedop(t, s.env, s.ns+"-2", withHooks(h))
@@ -408,7 +415,7 @@ func TestCalledOffStepIsUndone(t *testing.T) {
 	// Paused while draining: undone too.
 	h.answer("/drain", "", 503)
 	updateFC(t, s.env, s.key, setImages("3"))
-	waitStage(t, s, victim, v1alpha1.StageDraining)
+	waitStage(t, s, v1alpha1.StageDraining)
 	updateFC(t, s.env, s.key, func(fc *v1alpha1.FederationCluster) { fc.Spec.Paused = true })
 	require.EventuallyWithT(t, func(c *assert.CollectT) {
 		assert.Len(c, hostEvents(c, s)[federation.EventStepUndone], 2)
@@ -430,7 +437,7 @@ func TestCalledOffStepIsUndone(t *testing.T) {
 func TestRestartAtEachStage(t *testing.T) {
 	h := newFakeHooks()
 	s := startHookScenario(t, "restart", h, hookFC(drainAndGate()))
-	victim := fcName + "-db-1"
+	victim := hookVictim
 	restart := func(n int) {
 		s.fedop.stop(t)
 		s.fedop = startFedop(t, s.env, fmt.Sprintf("%s-%d", s.ns, n), withHooks(h))
@@ -441,28 +448,28 @@ func TestRestartAtEachStage(t *testing.T) {
 	updateFC(t, s.env, s.key, setImages("2"))
 
 	// Draining: the new manager calls again, in the same stage.
-	op := waitStage(t, s, victim, v1alpha1.StageDraining)
+	op := waitStage(t, s, v1alpha1.StageDraining)
 	require.Eventually(t, func() bool { return len(h.log("/drain")) >= 1 }, wait, tick)
 	restart(2)
 	n := len(h.log("/drain"))
 	require.Eventually(t, func() bool { return len(h.log("/drain")) > n }, wait, tick)
-	again := waitStage(t, s, victim, v1alpha1.StageDraining)
+	again := waitStage(t, s, v1alpha1.StageDraining)
 	assert.Equal(t, op.StageStartedTime, again.StageStartedTime, "the stage's start survives the restart")
 
 	// Deleting: the drain answers, the member refuses the deletion; the
 	// next manager deletes without draining again.
 	lift := denyDeletion(t, s, memberA, victim)
 	h.answer("/drain", "", 200)
-	waitStage(t, s, victim, v1alpha1.StageDeleting)
+	waitStage(t, s, v1alpha1.StageDeleting)
 	restart(3)
-	waitStage(t, s, victim, v1alpha1.StageDeleting)
+	waitStage(t, s, v1alpha1.StageDeleting)
 	lift()
 
 	// Verifying: the replacement is up, its gate fails; the next manager
 	// verifies the same step.
-	waitStage(t, s, victim, v1alpha1.StageVerifying)
+	waitStage(t, s, v1alpha1.StageVerifying)
 	restart(4)
-	waitStage(t, s, victim, v1alpha1.StageVerifying)
+	waitStage(t, s, v1alpha1.StageVerifying)
 	assert.Len(t, s.checker.report().deletions, 1, "the next step waits for the gate")
 	h.answer("/health", victim, 200)
 	requireSettled(t, s.env, s.key)

@@ -71,7 +71,7 @@ func initialized(t *testing.T, base string) *scenario {
 			dumpState(t, env, s.key)
 		}
 	})
-	s.checker = startChecker(t, env, k, ns, fcName)
+	s.checker = startChecker(t, env, k, ns)
 	s.fedop = startFedop(t, env, ns+"-1")
 	fc := sampleFC(ns)
 	s.checker.setDesired(fc)
@@ -95,19 +95,10 @@ func dumpState(t *testing.T, env *testenv.Federation, key client.ObjectKey) {
 			continue
 		}
 		for _, p := range pods.Items {
-			ready, _ := podReadyCondition(&p)
+			ready := podReady(&p)
 			t.Logf("%s/%s uid=%s revision=%s ready=%v deleting=%v", m.Name, p.Name, p.UID, p.Labels[v1alpha1.LabelRevision], ready, p.DeletionTimestamp != nil)
 		}
 	}
-}
-
-func podReadyCondition(p *corev1.Pod) (bool, bool) {
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue, true
-		}
-	}
-	return false, false
 }
 
 // setImages moves every component to image tag tag.
@@ -439,7 +430,7 @@ func TestManagerRestartMidUpgrade(t *testing.T) {
 	// The first step's replacement stays not Ready until released: the
 	// first manager is stopped with that step in flight. The next step
 	// must then go to k8s-b, which only status.operation remembers.
-	release := s.kubelet.hold(t, memberA, s.ns, fcName+"-pd-1")
+	release := s.kubelet.hold(t, s.ns, fcName+"-pd-1")
 
 	updateFC(t, s.env, s.key, setImages("v8.5.1"))
 	r := requireDeletions(t, s.checker, 1)
@@ -497,7 +488,7 @@ func TestMemberUnreachableMidUpgrade(t *testing.T) {
 	s.checker.reset()
 	// The first step's replacement stays not Ready until released, so that
 	// k8s-b is cut off while the upgrade is known to be at that step.
-	release := s.kubelet.hold(t, memberA, s.ns, fcName+"-pd-1")
+	release := s.kubelet.hold(t, s.ns, fcName+"-pd-1")
 
 	updateFC(t, s.env, s.key, setImages("v8.5.1"))
 	requireDeletions(t, s.checker, 1)

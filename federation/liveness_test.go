@@ -69,7 +69,10 @@ func (w *eventWorld) state() rollout.State {
 	for _, c := range w.components {
 		rc := rollout.Component{Name: c}
 		if w.hooks {
-			rc.Hooks = rollout.Hooks{PreDelete: true, Undo: true, PreDeleteTimeout: 24 * time.Hour, PostReady: true, ComponentScope: true, PostReadyTimeout: 24 * time.Hour}
+			rc.Hooks = rollout.Hooks{
+				PreDelete: true, Undo: true, PreDeleteTimeout: 24 * time.Hour,
+				PostReady: true, ComponentScope: true, PostReadyTimeout: 24 * time.Hour,
+			}
 		}
 		var recorded map[string][]int
 		for _, co := range w.ordinals {

@@ -74,7 +74,7 @@ func testScheme(t *testing.T) *runtime.Scheme {
 
 // upgradeFixture is a FederationCluster whose one pod is outdated: the next
 // reconcile must replace it.
-func upgradeFixture(t *testing.T) (*v1alpha1.FederationCluster, *corev1.Pod) {
+func upgradeFixture() (*v1alpha1.FederationCluster, *corev1.Pod) {
 	c := testComponent()
 	fc := &v1alpha1.FederationCluster{
 		ObjectMeta: metav1.ObjectMeta{Name: "demo", Namespace: "db", Generation: 2, Finalizers: []string{v1alpha1.Finalizer}},
@@ -82,7 +82,8 @@ func upgradeFixture(t *testing.T) (*v1alpha1.FederationCluster, *corev1.Pod) {
 			Name: "pd", Template: c.Template, Topology: []v1alpha1.Placement{{Member: "k8s-a", Replicas: 1}},
 		}}},
 	}
-	pod := desiredPod(fc, &fc.Spec.Components[0], &fc.Spec.Components[0].Topology[0], EffectiveTemplate(&fc.Spec.Components[0], &fc.Spec.Components[0].Topology[0]), "old", "demo-pd-0")
+	c, p := &fc.Spec.Components[0], &fc.Spec.Components[0].Topology[0]
+	pod := desiredPod(fc, c, p, EffectiveTemplate(c, p), "old", "demo-pd-0")
 	pod.UID = "uid-old"
 	pod.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
 	return fc, pod
@@ -143,7 +144,7 @@ func reconcileFC(t *testing.T, h *harness, fc *v1alpha1.FederationCluster) (reco
 // mutex loses a resourceVersion race, nothing is done in any member and the
 // reconcile is requeued once, not retried in a loop.
 func TestMutexConflictStopsTheStep(t *testing.T) {
-	fc, pod := upgradeFixture(t)
+	fc, pod := upgradeFixture()
 	conflict := apierrors.NewConflict(v1alpha1.GroupVersion.WithResource("federationclusters").GroupResource(), fc.Name, nil)
 	h := newHarness(t, fc, conflict, pod)
 
@@ -156,7 +157,7 @@ func TestMutexConflictStopsTheStep(t *testing.T) {
 // TestMutexAcknowledgeThenAct: the operation naming the pod is stored before
 // the pod is deleted, and the deletion carries the recorded UID.
 func TestMutexAcknowledgeThenAct(t *testing.T) {
-	fc, pod := upgradeFixture(t)
+	fc, pod := upgradeFixture()
 	h := newHarness(t, fc, nil, pod)
 
 	_, err := reconcileFC(t, h, fc)
@@ -184,8 +185,10 @@ func TestMutexAcknowledgeThenAct(t *testing.T) {
 // the operation naming a pod whose old instance is still there repeats
 // that deletion, with the same UID, and deletes nothing else.
 func TestMutexResumesAfterRestart(t *testing.T) {
-	fc, pod := upgradeFixture(t)
-	fc.Status.Operation = &v1alpha1.Operation{Type: v1alpha1.OperationUpgrade, Component: "pd", Member: "k8s-a", Pod: "demo-pd-0", PodUID: "uid-old", Holder: "dead-manager"}
+	fc, pod := upgradeFixture()
+	fc.Status.Operation = &v1alpha1.Operation{
+		Type: v1alpha1.OperationUpgrade, Component: "pd", Member: "k8s-a", Pod: "demo-pd-0", PodUID: "uid-old", Holder: "dead-manager",
+	}
 	h := newHarness(t, fc, nil, pod)
 
 	_, err := reconcileFC(t, h, fc)
@@ -210,7 +213,7 @@ func TestMutexResumesAfterRestart(t *testing.T) {
 // TestDisconnectedMemberBlocksDeletion: with the member disconnected, the
 // upgrade takes the mutex but deletes nothing, and the conditions say why.
 func TestDisconnectedMemberBlocksDeletion(t *testing.T) {
-	fc, pod := upgradeFixture(t)
+	fc, pod := upgradeFixture()
 	fc.Spec.Components[0].Topology = append(fc.Spec.Components[0].Topology, v1alpha1.Placement{Member: "k8s-b", Replicas: 1})
 	h := newHarness(t, fc, nil, pod)
 

@@ -9,6 +9,13 @@ import (
 	"github.com/fedop-io/fedop/api/v1alpha1"
 )
 
+// The labels that name a FederationCluster in fedop's series: its
+// namespace and name.
+const (
+	metricLabelNamespace = "namespace"
+	metricLabelName      = "name"
+)
+
 // Pod states of fedop_federationcluster_pods.
 const (
 	podStateDesired = "desired"
@@ -22,7 +29,7 @@ var (
 	rolloutSteps = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "fedop_rollout_steps_total",
 		Help: "Rollout steps completed: a pod replaced, added or removed, and the result observed.",
-	}, []string{"namespace", "name", "operation"})
+	}, []string{metricLabelNamespace, metricLabelName, "operation"})
 	// stepOverhead is the time fedop adds between steps: from the previous
 	// step's pod becoming available (as this process first knew it:
 	// readyClock) to the next deletion issued.
@@ -37,14 +44,14 @@ var (
 	conditionGauge = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "fedop_federationcluster_condition",
 		Help: "The conditions of a FederationCluster: 1 for the status each condition has (True, False or Unknown), 0 for the others.",
-	}, []string{"namespace", "name", "type", "status"})
+	}, []string{metricLabelNamespace, metricLabelName, "type", "status"})
 	// podsGauge counts a FederationCluster's pods per member and state, as
 	// its status says: desired (spec replicas), ready, updated (at the
 	// update revision).
 	podsGauge = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "fedop_federationcluster_pods",
 		Help: "Pods of a FederationCluster per member cluster and state: desired (spec replicas), ready, updated (at the update revision).",
-	}, []string{"namespace", "name", "member", "state"})
+	}, []string{metricLabelNamespace, metricLabelName, "member", "state"})
 )
 
 func init() {
@@ -87,7 +94,7 @@ func exportStatus(key client.ObjectKey, st *v1alpha1.FederationClusterStatus) {
 
 // forgetStatus drops every gauge series of FederationCluster key.
 func forgetStatus(key client.ObjectKey) {
-	labels := prometheus.Labels{"namespace": key.Namespace, "name": key.Name}
+	labels := prometheus.Labels{metricLabelNamespace: key.Namespace, metricLabelName: key.Name}
 	conditionGauge.DeletePartialMatch(labels)
 	podsGauge.DeletePartialMatch(labels)
 }

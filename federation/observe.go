@@ -37,7 +37,7 @@ type Members interface {
 	Watch(ctx context.Context, name string, w member.Watcher) error
 	// Source returns the source of member state changes, mapped to
 	// requests by mapFunc.
-	Source(mapFunc func(ctx context.Context, member string) []reconcile.Request) source.SyncingSource
+	Source(mapFunc func(ctx context.Context, memberName string) []reconcile.Request) source.SyncingSource
 }
 
 // memberView is one member as this reconcile saw it.
@@ -598,7 +598,8 @@ func retainedOrdinals(fc *v1alpha1.FederationCluster, cv *componentView, pv *pla
 	var out []int
 	for _, claim := range pv.claims {
 		ordinal, ok := rollout.ParseOrdinal(fc.Name, cv.name, claim.Labels[v1alpha1.LabelPod])
-		if !ok || claim.DeletionTimestamp != nil || slices.Contains(pv.ordinals, ordinal) || slices.ContainsFunc(pods, func(p rollout.Pod) bool { return p.Ordinal == ordinal }) {
+		hasPod := slices.ContainsFunc(pods, func(p rollout.Pod) bool { return p.Ordinal == ordinal })
+		if !ok || claim.DeletionTimestamp != nil || slices.Contains(pv.ordinals, ordinal) || hasPod {
 			continue
 		}
 		out = append(out, ordinal)

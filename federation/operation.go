@@ -49,7 +49,9 @@ const staleRequeue = 20 * time.Millisecond
 // first: the reconcile planned from a reading that is no longer current,
 // so it must not act) it returns the result to end the reconcile with: a
 // requeue after a conflict, or an error worth a rate-limited retry.
-func (r *Reconciler) acknowledge(ctx context.Context, fc *v1alpha1.FederationCluster, status v1alpha1.FederationClusterStatus, now time.Time) (wait time.Duration, ok bool, res reconcile.Result, err error) {
+func (r *Reconciler) acknowledge(
+	ctx context.Context, fc *v1alpha1.FederationCluster, status v1alpha1.FederationClusterStatus, now time.Time,
+) (wait time.Duration, ok bool, res reconcile.Result, err error) {
 	if equality.Semantic.DeepEqual(fc.Status, status) {
 		return 0, true, reconcile.Result{}, nil
 	}
@@ -100,7 +102,7 @@ func releaseRequested(fc *v1alpha1.FederationCluster) bool {
 func releaseRequester(fc *v1alpha1.FederationCluster) string {
 	field := `"f:` + v1alpha1.AnnotationReleaseOperation + `"`
 	for _, mf := range fc.ManagedFields {
-		if mf.FieldsV1 != nil && strings.Contains(string(mf.FieldsV1.Raw), field) {
+		if mf.FieldsV1 != nil && strings.Contains(mf.FieldsV1.GetRawString(), field) {
 			return mf.Manager
 		}
 	}

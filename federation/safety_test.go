@@ -103,7 +103,8 @@ func TestReplayedDeletionIsRechecked(t *testing.T) {
 		require.NotNil(c, fc.Status.Operation)
 		assert.Equal(c, second.identity, fc.Status.Operation.Holder)
 		assert.Empty(c, fc.Status.Operation.Pod, "the recorded step is still held")
-		assert.Contains(c, hostEvents(c, s)[federation.EventStepDropped], "step on pod "+p.Name+" in "+memberA+" dropped: pod "+fcName+"-tikv-2 in "+memberB+" is not Ready")
+		want := "step on pod " + p.Name + " in " + memberA + " dropped: pod " + fcName + "-tikv-2 in " + memberB + " is not Ready"
+		assert.Contains(c, hostEvents(c, s)[federation.EventStepDropped], want)
 	}, wait, tick, "the new manager did not drop the recorded step")
 	// fedop has evaluated, above, the state in which the old code deleted
 	// P at once: a bounded wait for a deletion that must not come.
@@ -135,7 +136,8 @@ func TestReconnectedMemberIsResyncedBeforeAnyStep(t *testing.T) {
 	// The pod fedop would delete first in k8s-b dies while fedop cannot
 	// see it.
 	dead := fcName + "-pd-2"
-	require.NoError(t, s.env.Member(memberB).Client.Delete(context.Background(), &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: s.ns, Name: dead}}, client.GracePeriodSeconds(0)))
+	deadPod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: s.ns, Name: dead}}
+	require.NoError(t, s.env.Member(memberB).Client.Delete(context.Background(), deadPod, client.GracePeriodSeconds(0)))
 	require.Eventually(t, func() bool { _, ok := memberPods(t, s.env, s.ns)[memberB+"/"+dead]; return !ok }, wait, tick)
 	s.checker.reset()
 
@@ -166,12 +168,13 @@ func TestExternallyDeletedPodKeepsItsName(t *testing.T) {
 	recorded := ordinals()
 	for _, key := range []string{memberB + "/" + fcName + "-tikv-2", memberA + "/" + fcName + "-pd-0"} {
 		m, name, _ := strings.Cut(key, "/")
-		require.NoError(t, s.env.Member(m).Client.Delete(context.Background(), &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: s.ns, Name: name}}, client.GracePeriodSeconds(0)))
+		victim := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: s.ns, Name: name}}
+		require.NoError(t, s.env.Member(m).Client.Delete(context.Background(), victim, client.GracePeriodSeconds(0)))
 		require.EventuallyWithT(t, func(c *assert.CollectT) {
 			pod, ok := memberPods(c, s.env, s.ns)[key]
 			require.True(c, ok, "%s did not come back", key)
 			assert.NotEqual(c, before[key].UID, pod.UID)
-			ready, _ := podReadyCondition(&pod)
+			ready := podReady(&pod)
 			assert.True(c, ready)
 		}, wait, tick)
 	}
@@ -244,7 +247,7 @@ func TestNoDeletionOnTheWordOfASilentMember(t *testing.T) {
 	s := initialized(t, "silent")
 	before := memberPods(t, s.env, s.ns)
 	// Every component's k8s-a placement changes: every step is in k8s-a.
-	release := s.kubelet.hold(t, memberA, s.ns, fcName+"-pd-1")
+	release := s.kubelet.hold(t, s.ns, fcName+"-pd-1")
 	s.checker.reset()
 	updateFC(t, s.env, s.key, func(fc *v1alpha1.FederationCluster) {
 		for i := range fc.Spec.Components {
@@ -284,7 +287,8 @@ func TestNoDeletionOnTheWordOfASilentMember(t *testing.T) {
 			t.Errorf("deletion of %s at %s, %s after k8s-b last answered (bound %s)", r.deletions[i], at.Format("15:04:05.000"), at.Sub(lastAnswer), probePeriod)
 		}
 	}
-	t.Logf("k8s-b last answered %s; thawed %s; deletions %v at %v", lastAnswer.Format("15:04:05.000"), thawed.Format("15:04:05.000"), r.deletions, formatTimes(r.deletionTimes))
+	t.Logf("k8s-b last answered %s; thawed %s; deletions %v at %v",
+		lastAnswer.Format("15:04:05.000"), thawed.Format("15:04:05.000"), r.deletions, formatTimes(r.deletionTimes))
 	assertUpgraded(t, s, before, []string{
 		memberA + "/" + fcName + "-pd-1", memberA + "/" + fcName + "-pd-0",
 		memberA + "/" + fcName + "-tikv-1", memberA + "/" + fcName + "-tikv-0",
@@ -304,7 +308,7 @@ func formatTimes(ts []time.Time) string {
 // operation by hand; fedop drops it, says who asked, and plans again.
 func TestReleaseAnnotationDropsTheOperation(t *testing.T) {
 	s := initialized(t, "release")
-	release := s.kubelet.hold(t, memberA, s.ns, fcName+"-pd-1")
+	release := s.kubelet.hold(t, s.ns, fcName+"-pd-1")
 	s.checker.reset()
 	updateFC(t, s.env, s.key, setImages("v8.5.1"))
 	requireDeletions(t, s.checker, 1)

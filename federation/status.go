@@ -27,7 +27,9 @@ import (
 // Status stays within its bounds whatever the spec: at most
 // MaxStatusComponents components and MaxStatusPlacements placements each,
 // the spec's first and then those being drained.
-func computeStatus(fc *v1alpha1.FederationCluster, members map[string]member.State, state rollout.State, plan rollout.Plan, holder string) v1alpha1.FederationClusterStatus {
+func computeStatus(
+	fc *v1alpha1.FederationCluster, members map[string]member.State, state rollout.State, plan rollout.Plan, holder string,
+) v1alpha1.FederationClusterStatus {
 	st := v1alpha1.FederationClusterStatus{
 		ObservedGeneration: fc.Generation,
 		Conditions:         slices.Clone(fc.Status.Conditions),
@@ -294,7 +296,8 @@ func membersConnected(missing, disconnected []string) metav1.Condition {
 		return metav1.Condition{Type: v1alpha1.ConditionMembersConnected, Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonMemberDisconnected,
 			Message: fmt.Sprintf("member cluster %s is not connected", strings.Join(disconnected, ", "))}
 	}
-	return metav1.Condition{Type: v1alpha1.ConditionMembersConnected, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonConnected, Message: "every member cluster is connected"}
+	return metav1.Condition{Type: v1alpha1.ConditionMembersConnected, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonConnected,
+		Message: "every member cluster is connected"}
 }
 
 func ready(st v1alpha1.FederationClusterStatus, missing, disconnected []string, plan rollout.Plan) metav1.Condition {
@@ -321,7 +324,9 @@ func ready(st v1alpha1.FederationClusterStatus, missing, disconnected []string, 
 // reason is a member fedop cannot see (Unknown: whether the rollout is done
 // cannot be told) or, were the planner ever to stop short, Waiting, never
 // Complete.
-func progressing(paused bool, st v1alpha1.FederationClusterStatus, heldBack int, plan rollout.Plan, unknown bool, silent, pendingClaims []string) metav1.Condition {
+func progressing(
+	paused bool, st v1alpha1.FederationClusterStatus, heldBack int, plan rollout.Plan, unknown bool, silent, pendingClaims []string,
+) metav1.Condition {
 	c := metav1.Condition{Type: v1alpha1.ConditionProgressing, Status: metav1.ConditionTrue, Message: plan.Message}
 	waiting := plan.Delete == nil && len(plan.Create) == 0
 	switch {
@@ -331,11 +336,13 @@ func progressing(paused bool, st v1alpha1.FederationClusterStatus, heldBack int,
 		c.Reason = plan.Hook
 	case plan.Stuck != nil && len(pendingClaims) > 0:
 		c.Status, c.Reason = metav1.ConditionFalse, v1alpha1.ReasonClaimPending
-		c.Message = fmt.Sprintf("pod %s in member %s has not been available for %s, longer than spec.progressDeadlineSeconds: its claim %s in member %s is not Bound; %s",
+		c.Message = fmt.Sprintf("pod %s in member %s has not been available for %s, longer than spec.progressDeadlineSeconds: "+
+			"its claim %s in member %s is not Bound; %s",
 			plan.Stuck.Name, plan.Stuck.Member, plan.StuckFor.Round(time.Second), strings.Join(pendingClaims, ", "), plan.Stuck.Member, plan.Message)
 	case plan.Stuck != nil:
 		c.Status, c.Reason = metav1.ConditionFalse, v1alpha1.ReasonProgressDeadlineExceeded
-		c.Message = fmt.Sprintf("pod %s in member %s has not been available for %s, longer than spec.progressDeadlineSeconds: no pod is deleted while it is down; fix what keeps it down, or change the spec (a new revision replaces it at once); %s",
+		c.Message = fmt.Sprintf("pod %s in member %s has not been available for %s, longer than spec.progressDeadlineSeconds: "+
+			"no pod is deleted while it is down; fix what keeps it down, or change the spec (a new revision replaces it at once); %s",
 			plan.Stuck.Name, plan.Stuck.Member, plan.StuckFor.Round(time.Second), plan.Message)
 	case plan.Operation == nil && len(plan.Replace) > 0:
 		c.Reason = v1alpha1.ReasonReplacingFailedPods

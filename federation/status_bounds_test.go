@@ -65,7 +65,7 @@ func TestStatusStaysWithinItsBounds(t *testing.T) {
 // the topology) leaves status, Ready becomes True, and the pods status
 // last recorded there are named in a Warning Event.
 func TestLostMemberLeavesStatus(t *testing.T) {
-	fc, pod := upgradeFixture(t)
+	fc, pod := upgradeFixture()
 	pod.Labels[v1alpha1.LabelRevision] = mustRevision(t, fc)
 	fc.Status = v1alpha1.FederationClusterStatus{
 		ObservedGeneration: 1,

@@ -62,7 +62,8 @@ func assertConsistent(t assert.TestingT, st v1alpha1.FederationClusterStatus, he
 	ok := true
 	if c := meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionProgressing); c != nil && c.Reason == v1alpha1.ReasonComplete {
 		ok = assert.Nil(t, st.Operation, "Complete while an operation is held") && ok
-		ok = assert.Equal(t, st.Replicas, st.UpdatedReplicas+held, "Complete with %d of %d pods updated, %d held by a partition", st.UpdatedReplicas, st.Replicas, held) && ok
+		ok = assert.Equal(t, st.Replicas, st.UpdatedReplicas+held,
+			"Complete with %d of %d pods updated, %d held by a partition", st.UpdatedReplicas, st.Replicas, held) && ok
 		for _, cs := range st.Components {
 			ok = assert.Equal(t, v1alpha1.RolloutDone, cs.Rollout, "Complete while component %s is %s", cs.Name, cs.Rollout) && ok
 		}
@@ -88,7 +89,9 @@ func TestStatusNeverContradictsItself(t *testing.T) {
 
 func TestProgressing(t *testing.T) {
 	done := v1alpha1.FederationClusterStatus{Replicas: 2, UpdatedReplicas: 2, Components: []v1alpha1.ComponentStatus{{Name: "pd", Rollout: v1alpha1.RolloutDone}}}
-	inProgress := v1alpha1.FederationClusterStatus{Replicas: 2, UpdatedReplicas: 1, Components: []v1alpha1.ComponentStatus{{Name: "pd", Rollout: v1alpha1.RolloutInProgress}}}
+	inProgress := v1alpha1.FederationClusterStatus{
+		Replicas: 2, UpdatedReplicas: 1, Components: []v1alpha1.ComponentStatus{{Name: "pd", Rollout: v1alpha1.RolloutInProgress}},
+	}
 	upgrade := rollout.Plan{Operation: &v1alpha1.Operation{Type: v1alpha1.OperationUpgrade}, Message: "replacing pod demo-pd-0 in a"}
 	for _, tc := range []struct {
 		name    string

@@ -49,8 +49,9 @@ func ensureStorageClasses(t *testing.T, s *scenario) {
 }
 
 // claimFC is one component "db" (k8s-a 2, k8s-b 1) with a claim template
-// "data" of size, in class, with the retention policy given.
-func claimFC(size, class string, policy *appsv1.StatefulSetPersistentVolumeClaimRetentionPolicy) func(ns string) *v1alpha1.FederationCluster {
+// "data" of 1Gi in class standard, with the retention policy given.
+func claimFC(policy *appsv1.StatefulSetPersistentVolumeClaimRetentionPolicy) func(ns string) *v1alpha1.FederationCluster {
+	const size, class = "1Gi", "standard"
 	return func(ns string) *v1alpha1.FederationCluster {
 		c := component("db", "example.com/db:1", 5432, placement(memberA, 2, "a"), placement(memberB, 1, "b"))
 		c.Template.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "data", MountPath: "/data"}}
@@ -151,7 +152,7 @@ func startResizer(t *testing.T, s *scenario) *resizer {
 // and mounted as volume data; a replaced pod mounts the same claim.
 func TestClaimsPerPod(t *testing.T) {
 	s := startScenario(t, "claims", func(ns string) *v1alpha1.FederationCluster {
-		fc := claimFC("1Gi", "standard", nil)(ns)
+		fc := claimFC(nil)(ns)
 		fc.Spec.Components[0].Topology[1].StorageClassName = ptr.To("fixed")
 		return fc
 	})
@@ -237,9 +238,9 @@ func TestClaimBeforePod(t *testing.T) {
 		_ = b.Delete(context.Background(), policy)
 	}
 	t.Cleanup(unbind)
-	startChecker(t, env, k, ns, fcName)
+	startChecker(t, env, k, ns)
 	startFedop(t, env, ns+"-1")
-	fc := claimFC("1Gi", "standard", nil)(ns)
+	fc := claimFC(nil)(ns)
 	ensureStorageClasses(t, &scenario{env: env})
 	createFC(t, env, fc)
 
@@ -267,10 +268,13 @@ func TestClaimBeforePod(t *testing.T) {
 // that member takes the ordinal back, so the new pod finds the claim. A
 // claim fedop did not create is never deleted.
 func TestClaimRetentionWhenScaled(t *testing.T) {
-	for _, policy := range []appsv1.PersistentVolumeClaimRetentionPolicyType{appsv1.DeletePersistentVolumeClaimRetentionPolicyType, appsv1.RetainPersistentVolumeClaimRetentionPolicyType} {
+	policies := []appsv1.PersistentVolumeClaimRetentionPolicyType{
+		appsv1.DeletePersistentVolumeClaimRetentionPolicyType, appsv1.RetainPersistentVolumeClaimRetentionPolicyType,
+	}
+	for _, policy := range policies {
 		t.Run(string(policy), func(t *testing.T) {
-			s := startScenario(t, "scaled-"+strings.ToLower(string(policy)), claimFC("1Gi", "standard",
-				&appsv1.StatefulSetPersistentVolumeClaimRetentionPolicy{WhenScaled: policy, WhenDeleted: appsv1.RetainPersistentVolumeClaimRetentionPolicyType}))
+			retention := &appsv1.StatefulSetPersistentVolumeClaimRetentionPolicy{WhenScaled: policy, WhenDeleted: appsv1.RetainPersistentVolumeClaimRetentionPolicyType}
+			s := startScenario(t, "scaled-"+strings.ToLower(string(policy)), claimFC(retention))
 			// Someone else's claim, named like the claim of a pod fedop
 			// has not made: fedop must never delete it.
 			foreign := &corev1.PersistentVolumeClaim{
@@ -316,10 +320,13 @@ func TestClaimRetentionWhenScaled(t *testing.T) {
 // TestClaimRetentionWhenDeleted: deleting the FederationCluster keeps every
 // claim with whenDeleted Retain, and deletes fedop's with Delete.
 func TestClaimRetentionWhenDeleted(t *testing.T) {
-	for _, policy := range []appsv1.PersistentVolumeClaimRetentionPolicyType{appsv1.RetainPersistentVolumeClaimRetentionPolicyType, appsv1.DeletePersistentVolumeClaimRetentionPolicyType} {
+	policies := []appsv1.PersistentVolumeClaimRetentionPolicyType{
+		appsv1.RetainPersistentVolumeClaimRetentionPolicyType, appsv1.DeletePersistentVolumeClaimRetentionPolicyType,
+	}
+	for _, policy := range policies {
 		t.Run(string(policy), func(t *testing.T) {
-			s := startScenario(t, "deleted-"+strings.ToLower(string(policy)), claimFC("1Gi", "standard",
-				&appsv1.StatefulSetPersistentVolumeClaimRetentionPolicy{WhenScaled: appsv1.RetainPersistentVolumeClaimRetentionPolicyType, WhenDeleted: policy}))
+			retention := &appsv1.StatefulSetPersistentVolumeClaimRetentionPolicy{WhenScaled: appsv1.RetainPersistentVolumeClaimRetentionPolicyType, WhenDeleted: policy}
+			s := startScenario(t, "deleted-"+strings.ToLower(string(policy)), claimFC(retention))
 			before := memberClaims(t, s)
 			require.Len(t, before, 3)
 			require.NoError(t, s.env.Host.Client.Delete(context.Background(), getFC(t, s.env, s.key)))
@@ -343,7 +350,7 @@ func TestClaimRetentionWhenDeleted(t *testing.T) {
 // expansion, StorageExpanded says so and nothing is deleted.
 func TestClaimsGrowOneAtATime(t *testing.T) {
 	s := startScenario(t, "grow", func(ns string) *v1alpha1.FederationCluster {
-		fc := claimFC("1Gi", "standard", nil)(ns)
+		fc := claimFC(nil)(ns)
 		fc.Spec.Components[0].Topology[1].StorageClassName = ptr.To("fixed")
 		return fc
 	})
@@ -393,7 +400,7 @@ func TestClaimsGrowOneAtATime(t *testing.T) {
 // TestClaimTemplatesAreImmutable: the API refuses every change of a claim
 // template but a larger storage request.
 func TestClaimTemplatesAreImmutable(t *testing.T) {
-	s := startScenario(t, "immutable", claimFC("1Gi", "standard", nil))
+	s := startScenario(t, "immutable", claimFC(nil))
 	refused := map[string]func(*v1alpha1.FederationCluster){
 		"shrink": func(fc *v1alpha1.FederationCluster) {
 			fc.Spec.Components[0].VolumeClaimTemplates[0].Spec.Resources.Requests.Storage = "512Mi"
@@ -425,7 +432,7 @@ func TestClaimTemplatesAreImmutable(t *testing.T) {
 	fc := getFC(t, s.env, s.key)
 	fc.Spec.Components[0].VolumeClaimTemplates[0].Spec.Resources.Requests.Storage = "3Gi"
 	assert.NoError(t, s.env.Host.Client.Update(context.Background(), fc), "growing storage was refused")
-	dup := claimFC("1Gi", "standard", nil)(s.ns)
+	dup := claimFC(nil)(s.ns)
 	dup.Name = "dup"
 	vct := dup.Spec.Components[0].VolumeClaimTemplates[0]
 	dup.Spec.Components[0].VolumeClaimTemplates = append(dup.Spec.Components[0].VolumeClaimTemplates, vct)
@@ -438,12 +445,12 @@ func TestClaimTemplatesAreImmutable(t *testing.T) {
 // the Progressing condition and in one Warning Event.
 func TestPendingClaimIsReported(t *testing.T) {
 	s := startScenario(t, "pending", func(ns string) *v1alpha1.FederationCluster {
-		fc := claimFC("1Gi", "standard", nil)(ns)
+		fc := claimFC(nil)(ns)
 		fc.Spec.ProgressDeadlineSeconds = ptr.To(int32(2))
 		return fc
 	})
 	// The upgrade's first step replaces k8s-a's highest ordinal.
-	s.kubelet.hold(t, memberA, s.ns, fcName+"-db-1")
+	s.kubelet.hold(t, s.ns, fcName+"-db-1")
 	updateFC(t, s.env, s.key, setImages("2"))
 	claim := "data-" + fcName + "-db-1"
 	require.EventuallyWithT(t, func(c *assert.CollectT) {

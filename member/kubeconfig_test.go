@@ -80,7 +80,9 @@ func TestParseKubeconfig(t *testing.T) {
 	user := func(f func(u *clientcmdapi.AuthInfo)) []byte {
 		return edit(func(kc *clientcmdapi.Config) { f(kc.AuthInfos["fedop"]) })
 	}
-	exec := &clientcmdapi.ExecConfig{Command: "/bin/sh", Args: []string{"-c", "id"}, APIVersion: "client.authentication.k8s.io/v1", InteractiveMode: clientcmdapi.NeverExecInteractiveMode}
+	exec := &clientcmdapi.ExecConfig{
+		Command: "/bin/sh", Args: []string{"-c", "id"}, APIVersion: "client.authentication.k8s.io/v1", InteractiveMode: clientcmdapi.NeverExecInteractiveMode,
+	}
 
 	tests := []struct {
 		name      string
@@ -110,7 +112,10 @@ func TestParseKubeconfig(t *testing.T) {
 		}), want: ErrInvalidKubeconfig},
 		{name: "client key not matching", data: user(func(u *clientcmdapi.AuthInfo) { u.ClientKeyData = []byte("not a key") }), want: ErrInvalidKubeconfig},
 		{name: "http server", data: edit(func(kc *clientcmdapi.Config) { kc.Clusters["member"].Server = "http://member.example" }), want: ErrKubeconfigRefused},
-		{name: "server without scheme", data: edit(func(kc *clientcmdapi.Config) { kc.Clusters["member"].Server = "member.example:6443" }), want: ErrKubeconfigRefused},
+		{
+			name: "server without scheme", want: ErrKubeconfigRefused,
+			data: edit(func(kc *clientcmdapi.Config) { kc.Clusters["member"].Server = "member.example:6443" }),
+		},
 		{name: "insecure-skip-tls-verify", data: edit(func(kc *clientcmdapi.Config) {
 			kc.Clusters["member"].CertificateAuthorityData = nil
 			kc.Clusters["member"].InsecureSkipTLSVerify = true
@@ -230,7 +235,9 @@ func FuzzParseKubeconfig(f *testing.F) {
 	withToken := validKubeconfig(p)
 	withToken.AuthInfos["fedop"] = &clientcmdapi.AuthInfo{Token: "t"}
 	f.Add(writeKubeconfig(f, withToken))
-	f.Add([]byte(`{"apiVersion":"v1","kind":"Config","current-context":"c","contexts":[{"name":"c","context":{"cluster":"k","user":"u"}}],"clusters":[{"name":"k","cluster":{"server":"https://x"}}],"users":[{"name":"u","user":null}]}`))
+	f.Add([]byte(`{"apiVersion":"v1","kind":"Config","current-context":"c",` +
+		`"contexts":[{"name":"c","context":{"cluster":"k","user":"u"}}],` +
+		`"clusters":[{"name":"k","cluster":{"server":"https://x"}}],"users":[{"name":"u","user":null}]}`))
 	f.Add([]byte("current-context: c\ncontexts:\n- name: c\n  context: null\nclusters:\n- name: k\n  cluster: null\n"))
 	f.Add([]byte("\x00\xff"))
 	f.Add([]byte(""))

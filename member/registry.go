@@ -27,6 +27,8 @@ const (
 	// Options.Namespace on the host as a member cluster registration. Its
 	// value must be "true"; the Secret's name is the member's name.
 	LabelMemberCluster = "fedop.io/member-cluster"
+	// labelMemberClusterValue is LabelMemberCluster's only value.
+	labelMemberClusterValue = "true"
 	// KubeconfigKey is the Secret data key that holds the member's
 	// kubeconfig. It wins over KubeconfigKeyValue when both are set.
 	KubeconfigKey = "kubeconfig"
@@ -495,7 +497,7 @@ func (r *Registry) remove(name string) (old *instance, ok bool) {
 	memberConnected.DeleteLabelValues(name)
 	credentialsExpiry.DeleteLabelValues(name)
 	probeDuration.DeleteLabelValues(name)
-	probeFailures.DeletePartialMatch(prometheus.Labels{"member": name})
+	probeFailures.DeletePartialMatch(prometheus.Labels{metricLabelMember: name})
 	return m.inst, true
 }
 

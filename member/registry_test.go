@@ -468,9 +468,9 @@ func updateRegistration(t *testing.T, c client.Client, name string, edit func(*c
 	require.NoError(t, c.Update(context.Background(), &s))
 }
 
-func pod(name string, labels map[string]string) *corev1.Pod {
+func pod(name string, podLabels map[string]string) *corev1.Pod {
 	return &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name, Labels: labels},
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name, Labels: podLabels},
 		Spec: corev1.PodSpec{
 			AutomountServiceAccountToken: ptr.To(false),
 			Containers:                   []corev1.Container{{Name: "c", Image: "registry.example/c:1"}},
@@ -562,15 +562,15 @@ func newCalls() *calls {
 	return &calls{objectsBy: map[string]int{}, membersBy: map[string]int{}, requests: map[types.NamespacedName]bool{}}
 }
 
-// podWatcher returns a watch, named name, of the pods of member for ctrl:
+// podWatcher returns a watch, named name, of the pods of member for sw:
 // each pod event is counted under member/namespace/name (prefixed by
 // name/ unless name is "pods") and maps to the request member/pod name.
-func (c *calls) podWatcher(ctrl member.SourceWatcher, name, memberName string) member.Watcher {
+func (c *calls) podWatcher(sw member.SourceWatcher, name, memberName string) member.Watcher {
 	prefix := ""
 	if name != "pods" {
 		prefix = name + "/"
 	}
-	return member.KindWatcher(name, ctrl, &corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, obj client.Object) []reconcile.Request {
+	return member.KindWatcher(name, sw, &corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, obj client.Object) []reconcile.Request {
 		c.mu.Lock()
 		defer c.mu.Unlock()
 		c.objectsBy[prefix+memberName+"/"+obj.GetNamespace()+"/"+obj.GetName()]++
@@ -578,12 +578,12 @@ func (c *calls) podWatcher(ctrl member.SourceWatcher, name, memberName string) m
 	}))
 }
 
-// memberMap maps member to the request with the member's name.
-func (c *calls) memberMap(_ context.Context, member string) []reconcile.Request {
+// memberMap maps member name to the request with the member's name.
+func (c *calls) memberMap(_ context.Context, name string) []reconcile.Request {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.membersBy[member]++
-	return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: member}}}
+	c.membersBy[name]++
+	return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: name}}}
 }
 
 func (c *calls) reconcile(_ context.Context, req reconcile.Request) (reconcile.Result, error) {

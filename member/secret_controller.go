@@ -78,7 +78,7 @@ func (r *Registry) SetupWithManager(mgr ctrl.Manager) error {
 // the label reaches the reconciler, which then forgets the member.
 func (r *Registry) registrationPredicate() predicate.Predicate {
 	is := func(o client.Object) bool {
-		return o != nil && o.GetNamespace() == r.opts.Namespace && o.GetLabels()[LabelMemberCluster] == "true"
+		return o != nil && o.GetNamespace() == r.opts.Namespace && o.GetLabels()[LabelMemberCluster] == labelMemberClusterValue
 	}
 	return predicate.Funcs{
 		CreateFunc:  func(e event.CreateEvent) bool { return is(e.Object) },
@@ -91,7 +91,7 @@ func (r *Registry) registrationPredicate() predicate.Predicate {
 // isRegistration reports whether s registers a member: labelled, in the
 // namespace, and not being deleted.
 func (r *Registry) isRegistration(s *corev1.Secret) bool {
-	return s.Namespace == r.opts.Namespace && s.Labels[LabelMemberCluster] == "true" && s.DeletionTimestamp.IsZero()
+	return s.Namespace == r.opts.Namespace && s.Labels[LabelMemberCluster] == labelMemberClusterValue && s.DeletionTimestamp.IsZero()
 }
 
 // reconcileSecret makes the member named by the Secret req match it:
@@ -241,7 +241,7 @@ func kubeconfigOf(secret *corev1.Secret) ([]byte, string) {
 func (r *Registry) initialPass(ctx context.Context) error {
 	defer close(r.initial)
 	var list corev1.SecretList
-	if err := r.reader.List(ctx, &list, client.InNamespace(r.opts.Namespace), client.MatchingLabels{LabelMemberCluster: "true"}); err != nil {
+	if err := r.reader.List(ctx, &list, client.InNamespace(r.opts.Namespace), client.MatchingLabels{LabelMemberCluster: labelMemberClusterValue}); err != nil {
 		r.log.Error(err, "Listing member cluster Secrets for the initial pass; not waiting for them")
 		return nil
 	}

@@ -45,20 +45,22 @@ const (
 // stateful system and, for each, how many pods go to which member cluster.
 type FederationClusterSpec struct {
 	// paused stops every disruptive action (no pod is deleted) while true.
-	// Status is still observed and written. Default false.
+	// Status is still observed and written. Default false; always written
+	// (false is a choice, not an absence).
 	// +optional
-	Paused bool `json:"paused,omitempty"`
+	Paused bool `json:"paused"`
 
 	// minReadySeconds is how long, in seconds, a created or replaced pod must
 	// stay Ready before it counts as available and the coordinator takes the
 	// next step. As for Deployments, it is counted from the Ready condition's
 	// lastTransitionTime, which has one-second resolution: a pod counts as
 	// available between minReadySeconds-1 and minReadySeconds seconds after
-	// it became Ready. 0 to 3600; default 0 (available as soon as Ready).
+	// it became Ready. 0 to 3600; default 0 (available as soon as Ready);
+	// always written.
 	// +optional
 	// +kubebuilder:validation:Minimum=0
 	// +kubebuilder:validation:Maximum=3600
-	MinReadySeconds int32 `json:"minReadySeconds,omitempty"`
+	MinReadySeconds int32 `json:"minReadySeconds"`
 
 	// progressDeadlineSeconds is how long, in seconds, a pod may stay
 	// unavailable (counted from its creation or its last Ready transition,
@@ -81,7 +83,7 @@ type FederationClusterSpec struct {
 	// +listMapKey=name
 	// +kubebuilder:validation:MinItems=1
 	// +kubebuilder:validation:MaxItems=16
-	Components []Component `json:"components"`
+	Components []Component `json:"components,omitempty"`
 }
 
 // Component is one part of the system (for TiDB: pd, tikv or tidb): a base
@@ -96,7 +98,7 @@ type Component struct {
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=20
 	// +kubebuilder:validation:Pattern=`^[a-z]([-a-z0-9]*[a-z0-9])?$`
-	Name string `json:"name"`
+	Name string `json:"name,omitempty"`
 
 	// template is the component's base pod. Each placement's overrides are
 	// applied over it to make that placement's effective pod template, whose
@@ -112,7 +114,7 @@ type Component struct {
 	// +listMapKey=member
 	// +kubebuilder:validation:MinItems=1
 	// +kubebuilder:validation:MaxItems=32
-	Topology []Placement `json:"topology"`
+	Topology []Placement `json:"topology,omitempty"`
 
 	// volumeClaimTemplates are the component's per-pod volumes, as a
 	// StatefulSet's: for template data and pod demo-tikv-3, fedop creates
@@ -179,7 +181,7 @@ type HTTPGetHook struct {
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=1024
 	// +kubebuilder:validation:Pattern=`^/[^?#]*$`
-	Path string `json:"path"`
+	Path string `json:"path,omitempty"`
 
 	// port is the pod's port: a number (1-65535) or the name of a
 	// container port of the pod.
@@ -214,7 +216,7 @@ type PreDeleteHook struct {
 	// it answered when the manager dies before recording the answer, so
 	// it must be idempotent.
 	// +required
-	HTTPGet HTTPGetHook `json:"httpGet"`
+	HTTPGet HTTPGetHook `json:"httpGet,omitzero"`
 
 	// undo is called on the pod when its deletion is called off after
 	// httpGet was called (the step is no longer wanted: the spec changed,
@@ -256,7 +258,7 @@ type PostReadyHook struct {
 	// httpGet is the health call. After a step it is retried, with
 	// exponential backoff, until it answers 2xx or timeoutSeconds pass.
 	// +required
-	HTTPGet HTTPGetHook `json:"httpGet"`
+	HTTPGet HTTPGetHook `json:"httpGet,omitzero"`
 
 	// scope is Component (the default: every pod of the component must
 	// answer 2xx after each step) or Pod (only the replaced or added pod).
@@ -279,7 +281,7 @@ type PostReadyHook struct {
 
 // UpdateStrategy is how a component's pods move to a new revision.
 type UpdateStrategy struct {
-	// partition: pods with an ordinal below it keep their revision during
+	// partition is the ordinal below which pods keep their revision during
 	// an upgrade (a canary: set it to the highest ordinal, watch, lower
 	// it), as for StatefulSets. updatedReplicas and the rollout phase
 	// count what the partition allows. A pod below the partition that must
@@ -297,12 +299,12 @@ type VolumeClaimTemplate struct {
 	// the prefix of its claims' names. Labels and annotations are copied to
 	// the claims.
 	// +required
-	Metadata ClaimMetadata `json:"metadata"`
+	Metadata ClaimMetadata `json:"metadata,omitzero"`
 
 	// spec is the claims' spec. A placement's storageClassName, when set,
 	// replaces spec.storageClassName in that member.
 	// +required
-	Spec ClaimSpec `json:"spec"`
+	Spec ClaimSpec `json:"spec,omitzero"`
 }
 
 // ClaimSpec is the part of a PersistentVolumeClaim's spec a template sets:
@@ -317,7 +319,7 @@ type ClaimSpec struct {
 	// +kubebuilder:validation:MaxItems=4
 	// +kubebuilder:validation:items:Enum=ReadWriteOnce;ReadOnlyMany;ReadWriteMany;ReadWriteOncePod
 	// +kubebuilder:validation:items:MaxLength=16
-	AccessModes []string `json:"accessModes"`
+	AccessModes []string `json:"accessModes,omitempty"`
 
 	// storageClassName is the claims' StorageClass; empty: the member's
 	// default. At most 253 characters.
@@ -329,18 +331,18 @@ type ClaimSpec struct {
 	// +optional
 	// +kubebuilder:validation:Enum=Filesystem;Block
 	// +kubebuilder:validation:MaxLength=16
-	VolumeMode *string `json:"volumeMode,omitempty"`
+	VolumeMode string `json:"volumeMode,omitempty"`
 
-	// resources.requests.storage is the size of each claim. It may grow
-	// after creation (expanded in place where the StorageClass allows it),
-	// never shrink.
+	// resources holds the claims' request: requests.storage is the size
+	// of each claim. It may grow after creation (expanded in place where
+	// the StorageClass allows it), never shrink.
 	// +required
 	Resources ClaimResources `json:"resources"`
 }
 
 // ClaimResources holds a claim's requested size.
 type ClaimResources struct {
-	// requests.storage is the size of each claim, a quantity (10Gi).
+	// requests holds storage, the size of each claim, a quantity (10Gi).
 	// +required
 	Requests ClaimRequests `json:"requests"`
 }
@@ -363,7 +365,7 @@ type ClaimMetadata struct {
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=63
 	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
-	Name string `json:"name"`
+	Name string `json:"name,omitempty"`
 	// labels are set on every claim; fedop's own labels win. At most 32.
 	// +optional
 	// +kubebuilder:validation:MaxProperties=32
@@ -383,7 +385,7 @@ type Placement struct {
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=63
 	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
-	Member string `json:"member"`
+	Member string `json:"member,omitempty"`
 
 	// replicas is the number of pods of the component in this member, 0 to
 	// 1000.
@@ -418,13 +420,14 @@ type Placement struct {
 	// +kubebuilder:validation:MaxItems=64
 	Env []corev1.EnvVar `json:"env,omitempty"`
 
-	// image, when set, replaces the image of the template's first container.
-	// At most 512 characters.
+	// image replaces, when set, the image of the template's first
+	// container. 1 to 512 characters.
 	// +optional
+	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=512
 	Image string `json:"image,omitempty"`
 
-	// storageClassName, when set, is the StorageClass of this placement's
+	// storageClassName is, when set, the StorageClass of this placement's
 	// claims (every volumeClaimTemplate's): clusters name their storage
 	// differently. At most 253 characters.
 	// +optional
@@ -458,21 +461,24 @@ const (
 type Operation struct {
 	// type is the operation: Initialize, Scale, Upgrade or Expand.
 	// +required
-	Type OperationType `json:"type"`
+	Type OperationType `json:"type,omitempty"`
 
 	// component is the component being worked on.
 	// +optional
+	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=20
 	Component string `json:"component,omitempty"`
 
 	// member is the member cluster of the latest step. During an upgrade the
 	// next step goes to the next member in topology order.
 	// +optional
+	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=63
 	Member string `json:"member,omitempty"`
 
 	// pod is the pod being acted on now; empty between steps.
 	// +optional
+	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=63
 	Pod string `json:"pod,omitempty"`
 
@@ -481,10 +487,13 @@ type Operation struct {
 	// replacement. Deletes carry it as a precondition, so a stale cache never
 	// deletes a second instance.
 	// +optional
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:MinLength=1
 	PodUID types.UID `json:"podUID,omitempty"`
 
 	// targetRevision is the update revision the current step moves pod to.
 	// +optional
+	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=63
 	TargetRevision string `json:"targetRevision,omitempty"`
 
@@ -504,6 +513,7 @@ type Operation struct {
 
 	// holder identifies the manager that last wrote the operation.
 	// +optional
+	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=253
 	Holder string `json:"holder,omitempty"`
 
@@ -562,24 +572,30 @@ type PlacementStatus struct {
 	// currentRevision is the revision of the placement's outdated pods (the
 	// most common one), or updateRevision when none is outdated.
 	// +optional
+	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=63
 	CurrentRevision string `json:"currentRevision,omitempty"`
 	// updateRevision is the hash of the placement's effective pod template.
 	// +optional
+	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=63
 	UpdateRevision string `json:"updateRevision,omitempty"`
 	// ordinals are the ordinals the placement holds, as ranges ("0-2,5"):
 	// the identities of its pods. A pod keeps its name, ordinal and member
 	// for life: one deleted by anyone comes back under its name here, and
 	// no other placement is ever given one of these ordinals, even while
-	// this member cannot be seen. At most 64 ranges.
+	// this member cannot be seen. At most 64 ranges; absent when the
+	// placement holds none.
 	// +optional
+	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=1024
-	// +kubebuilder:validation:Pattern=`^([0-9]+(-[0-9]+)?(,[0-9]+(-[0-9]+)?)*)?$`
+	// +kubebuilder:validation:Pattern=`^[0-9]+(-[0-9]+)?(,[0-9]+(-[0-9]+)?)*$`
 	Ordinals string `json:"ordinals,omitempty"`
 	// boundClaims is the number of the placement's claims (of its pods'
-	// ordinals and volumeClaimTemplates) that are Bound.
+	// ordinals and volumeClaimTemplates) that are Bound; absent when none
+	// is.
 	// +optional
+	// +kubebuilder:validation:Minimum=1
 	BoundClaims int32 `json:"boundClaims,omitempty"`
 }
 
@@ -632,6 +648,7 @@ type MemberStatus struct {
 	Connected bool `json:"connected"`
 	// message says why the member is not connected; empty when it is.
 	// +optional
+	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=1024
 	Message string `json:"message,omitempty"`
 	// lastProbeTime is when the operator last probed the member.
@@ -641,10 +658,22 @@ type MemberStatus struct {
 
 // FederationClusterStatus is the observed state.
 type FederationClusterStatus struct {
+	// conditions are Ready, Progressing and MembersConnected, and while the
+	// object is being deleted, CleanedUp.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	// +patchStrategy=merge
+	// +patchMergeKey=type
+	// +kubebuilder:validation:MaxItems=8
+	Conditions []metav1.Condition `json:"conditions,omitempty" patchStrategy:"merge" patchMergeKey:"type"`
+
 	// observedGeneration is the metadata.generation this status was computed
 	// from. It is written only by a reconcile that observed every member it
-	// could and planned without error.
+	// could and planned without error. Absent until then; a generation
+	// starts at 1.
 	// +optional
+	// +kubebuilder:validation:Minimum=1
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 
 	// replicas is the number of pods desired, all components and members.
@@ -659,14 +688,6 @@ type FederationClusterStatus struct {
 	// revision.
 	// +optional
 	UpdatedReplicas int32 `json:"updatedReplicas"`
-
-	// conditions are Ready, Progressing and MembersConnected, and while the
-	// object is being deleted, CleanedUp.
-	// +optional
-	// +listType=map
-	// +listMapKey=type
-	// +kubebuilder:validation:MaxItems=8
-	Conditions []metav1.Condition `json:"conditions,omitempty"`
 
 	// operation is the status-flag mutex: the operation in progress, absent
 	// when none is.
@@ -695,6 +716,7 @@ type FederationClusterStatus struct {
 	// connectedMembers is "<connected>/<total>" of the members in members,
 	// for `kubectl get` (column MEMBERS).
 	// +optional
+	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=16
 	ConnectedMembers string `json:"connectedMembers,omitempty"`
 }
@@ -720,16 +742,21 @@ type FederationClusterStatus struct {
 // +kubebuilder:validation:XValidation:rule="self.metadata.name.matches('^[a-z]([-a-z0-9]*[a-z0-9])?$')",message="metadata.name must be a DNS-1035 label: it prefixes Service names"
 // +kubebuilder:validation:XValidation:rule="self.spec.components.all(c, size(self.metadata.name) + size(c.name) <= 56)",message="metadata.name and a component name together may have at most 56 characters, so that pod names <name>-<component>-<ordinal> stay within 63"
 type FederationCluster struct {
-	metav1.TypeMeta   `json:",inline"`
+	metav1.TypeMeta `json:",inline"`
+
+	// metadata is the object's metadata; metadata.name prefixes the names
+	// of the pods and Services fedop creates.
+	// +optional
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
 	// spec is the desired state.
 	// +required
-	Spec FederationClusterSpec `json:"spec"`
+	Spec FederationClusterSpec `json:"spec,omitzero"`
 
-	// status is the observed state.
+	// status is the observed state. (encoding/json never omits a struct,
+	// so omitempty here would change nothing.)
 	// +optional
-	Status FederationClusterStatus `json:"status,omitempty"`
+	Status FederationClusterStatus `json:"status"`
 }
 
 // FederationClusterList is a list of FederationClusters.
@@ -739,8 +766,4 @@ type FederationClusterList struct {
 	metav1.TypeMeta `json:",inline"`
 	metav1.ListMeta `json:"metadata,omitempty"`
 	Items           []FederationCluster `json:"items"`
-}
-
-func init() {
-	SchemeBuilder.Register(&FederationCluster{}, &FederationClusterList{})
 }

@@ -15,6 +15,13 @@ import (
 // member that takes longer counts as unhealthy in that sample.
 const sampleTimeout = time.Second
 
+// maxWarmupSamples bounds the warm-up: the samples taken before every
+// member answered healthy once are not counted (the monitor's first
+// connections and cross-cluster name lookups can take longer than
+// sampleTimeout on a busy machine, which says nothing about the members),
+// but only this many: a member that never answers is counted from then on.
+const maxWarmupSamples = 50
+
 // monitor samples every endpoint's Status (for the leader) and /health.
 type monitor struct {
 	// clients holds one client per endpoint, so that Status asks that
@@ -27,6 +34,10 @@ type monitor struct {
 	// samples counts complete samples; minHealthy is the fewest healthy
 	// members in one of them.
 	samples, minHealthy int
+	// warm is set once a sample found every member healthy, or after
+	// maxWarmupSamples; warmup counts the samples not counted before.
+	warm   bool
+	warmup int
 	// leader is the last leader seen and term its Raft term; changes
 	// counts the changes of leader.
 	leader, term uint64
@@ -110,10 +121,18 @@ func (m *monitor) sample(ctx context.Context) {
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.samples == 0 || healthy < m.minHealthy {
+	if !m.warm {
+		m.warm = healthy == len(m.endpoints) || m.warmup >= maxWarmupSamples
+		if !m.warm {
+			m.warmup++
+		}
+	}
+	if m.warm && (m.samples == 0 || healthy < m.minHealthy) {
 		m.minHealthy = healthy
 	}
-	m.samples++
+	if m.warm {
+		m.samples++
+	}
 	if leader != 0 && term >= m.term {
 		if m.leader != 0 && leader != m.leader {
 			m.changes++
@@ -133,7 +152,7 @@ func (m *monitor) healthy(ctx context.Context, endpoint string) bool {
 	if err != nil {
 		return false
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }() // only the status code is read
 	return resp.StatusCode == http.StatusOK
 }
 

@@ -172,7 +172,9 @@ func (r Report) Summary() string {
 		verdict = "FAILED"
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "etcdcheck %s: %d writes acknowledged (%d failed, %d unknown of which %d applied), %d lost; %d reads; linearizability %s; longest write gap %.2fs at %.1fs; %d leader changes; at least %d healthy members in %d samples; members %d at start, %d at end",
+	fmt.Fprintf(&b, "etcdcheck %s: %d writes acknowledged (%d failed, %d unknown of which %d applied), %d lost; %d reads; "+
+		"linearizability %s; longest write gap %.2fs at %.1fs; %d leader changes; "+
+		"at least %d healthy members in %d samples; members %d at start, %d at end",
 		verdict, r.AcknowledgedWrites, r.FailedWrites, r.UnknownWrites, r.UnknownWritesApplied, r.LostWrites, r.Reads,
 		r.Linearizability, r.MaxWriteGapSeconds, r.MaxWriteGapStartSeconds, r.LeaderChanges,
 		r.MinHealthyMembers, r.HealthSamples, len(r.MembersStart), len(r.MembersEnd))

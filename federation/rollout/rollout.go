@@ -77,7 +77,7 @@ func newPlanner(s State) *planner {
 	for ci := range s.Components {
 		c := &s.Components[ci]
 		next := c.NextOrdinal
-		var owned [][]int
+		owned := make([][]int, 0, len(c.Placements))
 		for pi := range c.Placements {
 			pl := &c.Placements[pi]
 			set := slices.Clone(pl.Ordinals)
@@ -521,6 +521,13 @@ func waiting(op *v1alpha1.Operation, why string, after time.Duration) *Plan {
 	return &plan
 }
 
+// undoing is the plan that calls pod's undo: its deletion, after its
+// preDelete hook, was called off for why.
+func undoing(op *v1alpha1.Operation, member string, pod *Pod, why string) *Plan {
+	msg := fmt.Sprintf("undoing the preDelete hook of pod %s in %s: its deletion was called off (%s)", pod.Name, member, why)
+	return &Plan{Operation: op, Undo: ref(op.Component, member, pod), Message: msg}
+}
+
 func ref(component, member string, pod *Pod) *PodRef {
 	return &PodRef{Component: component, Member: member, Name: pod.Name, Ordinal: pod.Ordinal, UID: pod.UID, Revision: pod.Revision}
 }
@@ -699,7 +706,8 @@ func (p *planner) begin(op *v1alpha1.Operation, ci int, pl *Placement, victim *P
 	op.Stage = ""
 	if c.Hooks.PreDelete {
 		p.setStage(op, v1alpha1.StageDraining)
-		return Plan{Operation: op, Drain: ref(c.Name, pl.Member, victim), Message: fmt.Sprintf("draining pod %s in %s (preDelete hook) before %s", victim.Name, pl.Member, message)}
+		msg := fmt.Sprintf("draining pod %s in %s (preDelete hook) before %s", victim.Name, pl.Member, message)
+		return Plan{Operation: op, Drain: ref(c.Name, pl.Member, victim), Message: msg}
 	}
 	p.setStage(op, v1alpha1.StageDeleting)
 	return Plan{Operation: op, Delete: ref(c.Name, pl.Member, victim), Message: message}
@@ -747,7 +755,7 @@ func (p *planner) inFlight(op *v1alpha1.Operation, completed *Plan) *Plan {
 		if why := p.calledOff(op, ci, pi, pod); why != "" {
 			if p.undoNeeded(op) {
 				p.callOff(op, why)
-				return &Plan{Operation: op, Undo: ref(op.Component, pl.Member, pod), Message: fmt.Sprintf("undoing the preDelete hook of pod %s in %s: its deletion was called off (%s)", pod.Name, pl.Member, why)}
+				return undoing(op, pl.Member, pod, why)
 			}
 			p.drop(op, why)
 			return nil
@@ -848,13 +856,16 @@ func (p *planner) deleting(op *v1alpha1.Operation, pl *Placement, pod *Pod, hook
 			plan.Message = fmt.Sprintf("pod %s in %s is drained; ", pod.Name, pl.Member)
 		case p.stageFor(op) > hooks.PreDeleteTimeout && hooks.Proceed:
 			plan.Proceeded = true
-			plan.Message = fmt.Sprintf("the preDelete hook of pod %s in %s has not succeeded within %s (onTimeout Proceed)%s; ", pod.Name, pl.Member, hooks.PreDeleteTimeout, p.callFailure())
+			plan.Message = fmt.Sprintf("the preDelete hook of pod %s in %s has not succeeded within %s (onTimeout Proceed)%s; ",
+				pod.Name, pl.Member, hooks.PreDeleteTimeout, p.callFailure())
 		case p.stageFor(op) > hooks.PreDeleteTimeout:
 			return &Plan{Operation: op, Hook: v1alpha1.ReasonHookTimedOut,
-				Message: fmt.Sprintf("halted: the preDelete hook of pod %s in %s has not succeeded within %s%s; the pod is not deleted. Fix it and release the operation (annotation %s), or change the spec to call the step off",
+				Message: fmt.Sprintf("halted: the preDelete hook of pod %s in %s has not succeeded within %s%s; the pod is not deleted. "+
+					"Fix it and release the operation (annotation %s), or change the spec to call the step off",
 					pod.Name, pl.Member, hooks.PreDeleteTimeout, p.callFailure(), v1alpha1.AnnotationReleaseOperation)}
 		default:
-			plan := &Plan{Operation: op, Drain: ref(op.Component, pl.Member, pod), Message: fmt.Sprintf("draining pod %s in %s (preDelete hook)%s", pod.Name, pl.Member, p.callFailure())}
+			msg := fmt.Sprintf("draining pod %s in %s (preDelete hook)%s", pod.Name, pl.Member, p.callFailure())
+			plan := &Plan{Operation: op, Drain: ref(op.Component, pl.Member, pod), Message: msg}
 			if p.Calls.Failed != "" {
 				plan.Hook = v1alpha1.ReasonHookFailing
 			}
@@ -870,7 +881,7 @@ func (p *planner) deleting(op *v1alpha1.Operation, pl *Placement, pod *Pod, hook
 			why = "new pods are due first: " + why
 			if p.undoNeeded(op) {
 				p.callOff(op, why)
-				return &Plan{Operation: op, Undo: ref(op.Component, pl.Member, pod), Message: fmt.Sprintf("undoing the preDelete hook of pod %s in %s: its deletion was called off (%s)", pod.Name, pl.Member, why)}
+				return undoing(op, pl.Member, pod, why)
 			}
 		case hooks.PreDelete && op.Stage == v1alpha1.StageDeleting:
 			return waiting(op, fmt.Sprintf("%s; pod %s in %s is drained and waits to be deleted", why, pod.Name, pl.Member), left)
@@ -943,7 +954,8 @@ func (p *planner) verifying(op *v1alpha1.Operation, ci int, pl *Placement, pod *
 		return nil
 	case p.stageFor(op) > hooks.PostReadyTimeout:
 		return &Plan{Operation: op, Check: pods, Hook: v1alpha1.ReasonHookTimedOut,
-			Message: fmt.Sprintf("halted: the postReady gate after pod %s in %s has not passed within %s (%s); nothing is deleted until it passes", pod.Name, pl.Member, hooks.PostReadyTimeout, strings.Join(failing, "; "))}
+			Message: fmt.Sprintf("halted: the postReady gate after pod %s in %s has not passed within %s (%s); nothing is deleted until it passes",
+				pod.Name, pl.Member, hooks.PostReadyTimeout, strings.Join(failing, "; "))}
 	}
 	return &Plan{Operation: op, Check: pods, Hook: v1alpha1.ReasonHookFailing,
 		Message: fmt.Sprintf("verifying pod %s in %s: the postReady gate fails (%s)", pod.Name, pl.Member, strings.Join(failing, "; "))}
@@ -1258,7 +1270,7 @@ func (p *planner) finish(plan *Plan) {
 		}
 	}
 	if len(plan.Replace) > 0 {
-		var names []string
+		names := make([]string, 0, len(plan.Replace))
 		for _, r := range plan.Replace {
 			names = append(names, fmt.Sprintf("%s in %s", r.Name, r.Member))
 		}

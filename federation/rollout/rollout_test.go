@@ -97,7 +97,8 @@ func TestNext(t *testing.T) {
 
 func TestNextKeepsStartedTimeAndInputUntouched(t *testing.T) {
 	op := rollouttest.Op(v1alpha1.OperationUpgrade, "pd", "a", "", "")
-	s := rollouttest.State(op, rollout.Component{Name: "pd", Placements: []rollout.Placement{rollouttest.Placement("a", 1, "r2", rollouttest.Pods("pd", "r1", 0)...)}})
+	s := rollouttest.State(op, rollout.Component{Name: "pd", Placements: []rollout.Placement{
+		rollouttest.Placement("a", 1, "r2", rollouttest.Pods("pd", "r1", 0)...)}})
 	plan := rollout.Next(s)
 	require.NotNil(t, plan.Operation)
 	assert.Equal(t, op.StartedTime, plan.Operation.StartedTime)
@@ -106,7 +107,8 @@ func TestNextKeepsStartedTimeAndInputUntouched(t *testing.T) {
 }
 
 func TestCompletedStep(t *testing.T) {
-	s := rollouttest.State(rollouttest.Op(v1alpha1.OperationUpgrade, "pd", "a", "demo-pd-0", "demo-pd-0@r1"), rollout.Component{Name: "pd", Placements: []rollout.Placement{
+	op := rollouttest.Op(v1alpha1.OperationUpgrade, "pd", "a", "demo-pd-0", "demo-pd-0@r1")
+	s := rollouttest.State(op, rollout.Component{Name: "pd", Placements: []rollout.Placement{
 		rollouttest.Placement("a", 2, "r2", append(rollouttest.Pods("pd", "r2", 0), rollouttest.Pods("pd", "r1", 1)...)...)}})
 	s.MinReady = 5 * time.Second
 	plan := rollout.Next(s)
@@ -122,7 +124,8 @@ func ExampleNext() {
 		Name: "demo",
 		Now:  rollouttest.T0,
 		Components: []rollout.Component{{Name: "pd", Placements: []rollout.Placement{
-			{Member: "k8s-a", Replicas: 1, Revision: "new", Connected: true, Fresh: true, Pods: []rollout.Pod{{Name: "demo-pd-0", UID: "u0", Revision: "old", Ready: true}}},
+			{Member: "k8s-a", Replicas: 1, Revision: "new", Connected: true, Fresh: true,
+				Pods: []rollout.Pod{{Name: "demo-pd-0", UID: "u0", Revision: "old", Ready: true}}},
 		}}},
 	})
 	fmt.Println(plan.Operation.Type, plan.Delete.Name, plan.Message)

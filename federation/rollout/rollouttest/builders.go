@@ -21,7 +21,7 @@ var T0 = time.Date(2026, 11, 21, 6, 0, 0, 0, time.UTC)
 // revision rev with the given ordinals, Ready for an hour, each with a UID
 // that says its name and revision (demo-pd-0@r1).
 func Pods(c, rev string, ordinals ...int) []rollout.Pod {
-	var out []rollout.Pod
+	out := make([]rollout.Pod, 0, len(ordinals))
 	for _, o := range ordinals {
 		name := rollout.PodName("demo", c, o)
 		out = append(out, rollout.Pod{Name: name, UID: types.UID(name + "@" + rev), Ordinal: o, Revision: rev, Ready: true, ReadySince: T0.Add(-time.Hour)})
@@ -55,7 +55,10 @@ func Op(t v1alpha1.OperationType, component, member, pod string, uid types.UID) 
 
 // Names returns refs as member/name.
 func Names(refs []rollout.PodRef) []string {
-	var out []string
+	if len(refs) == 0 {
+		return nil // as a table row that leaves its Want field unset
+	}
+	out := make([]string, 0, len(refs))
 	for _, r := range refs {
 		out = append(out, r.Member+"/"+r.Name)
 	}
