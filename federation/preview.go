@@ -89,7 +89,8 @@ func PlannerState(fc *v1alpha1.FederationCluster, pods map[string][]corev1.Pod, 
 
 // placementOf is one placement of component c in member m for
 // PlannerState.
-func placementOf(fc *v1alpha1.FederationCluster, c *v1alpha1.Component, m string, replicas int32, rev string, rec record, pods map[string][]corev1.Pod) rollout.Placement {
+func placementOf(fc *v1alpha1.FederationCluster, c *v1alpha1.Component, m string, replicas int32, rev string,
+	rec record, pods map[string][]corev1.Pod) rollout.Placement {
 	list, seen := pods[m]
 	pl := rollout.Placement{
 		Member:    m,

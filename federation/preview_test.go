@@ -23,7 +23,7 @@ import (
 // previewFixture is pd over k8s-a (2) and k8s-b (1), every pod Ready at
 // an old revision, status recording the ordinals: an upgrade of three
 // pods to come.
-func previewFixture(t *testing.T) (*v1alpha1.FederationCluster, map[string][]corev1.Pod) {
+func previewFixture() (*v1alpha1.FederationCluster, map[string][]corev1.Pod) {
 	c := testComponent()
 	fc := &v1alpha1.FederationCluster{
 		ObjectMeta: metav1.ObjectMeta{Name: "demo", Namespace: "db", Generation: 2},
@@ -56,7 +56,7 @@ func previewFixture(t *testing.T) (*v1alpha1.FederationCluster, map[string][]cor
 // TestPlannerStateIsTheReconcilersState: what kubectl fedop plan feeds the
 // planner is what the reconciler's observe feeds it for the same objects.
 func TestPlannerStateIsTheReconcilersState(t *testing.T) {
-	fc, pods := previewFixture(t)
+	fc, pods := previewFixture()
 	s := testScheme(t)
 	members := fakeMembers{clusters: map[string]client.Client{}}
 	for m, list := range pods {
@@ -89,7 +89,7 @@ func TestPlannerStateIsTheReconcilersState(t *testing.T) {
 }
 
 func TestPreview(t *testing.T) {
-	fc, pods := previewFixture(t)
+	fc, pods := previewFixture()
 	s, err := PlannerState(fc, pods, time.Unix(5000, 0))
 	require.NoError(t, err)
 	rev := s.Components[0].Placements[0].Revision

@@ -73,10 +73,10 @@ func CredentialsLifetime(cfg *rest.Config) (notBefore, notAfter time.Time, ok bo
 		}
 	}
 	if len(cfg.CertData) > 0 {
-		rest := cfg.CertData
+		data := cfg.CertData
 		for {
 			var block *pem.Block
-			block, rest = pem.Decode(rest)
+			block, data = pem.Decode(data)
 			if block == nil {
 				break
 			}

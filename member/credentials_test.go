@@ -45,7 +45,8 @@ func TestCredentialsLifetime(t *testing.T) {
 		{"opaque token", rest.Config{BearerToken: "abcdef"}, time.Time{}, time.Time{}, false},
 		{"payload not base64", rest.Config{BearerToken: "a.!!.c"}, time.Time{}, time.Time{}, false},
 		{"client certificate", rest.Config{TLSClientConfig: rest.TLSClientConfig{CertData: certPEM}}, time.Unix(1000, 0), time.Unix(5000, 0), true},
-		{"opaque token falls back to the certificate", rest.Config{BearerToken: "abc", TLSClientConfig: rest.TLSClientConfig{CertData: certPEM}}, time.Unix(1000, 0), time.Unix(5000, 0), true},
+		{"opaque token falls back to the certificate", rest.Config{BearerToken: "abc", TLSClientConfig: rest.TLSClientConfig{CertData: certPEM}},
+			time.Unix(1000, 0), time.Unix(5000, 0), true},
 		{"nothing", rest.Config{}, time.Time{}, time.Time{}, false},
 	}
 	for _, tt := range tests {
@@ -79,7 +80,8 @@ func TestReadCredentials(t *testing.T) {
 		assert.Empty(t, readCredentials(secret(ann), &rest.Config{BearerToken: jwt(`{"iat":0,"exp":3600}`)}).account.Name, "%v", ann)
 	}
 	certPEM := selfSigned(t, time.Unix(1000, 0), time.Unix(5000, 0))
-	assert.Empty(t, readCredentials(secret(map[string]string{AnnotationServiceAccount: "a/b"}), &rest.Config{TLSClientConfig: rest.TLSClientConfig{CertData: certPEM}}).account.Name)
+	certOnly := &rest.Config{TLSClientConfig: rest.TLSClientConfig{CertData: certPEM}}
+	assert.Empty(t, readCredentials(secret(map[string]string{AnnotationServiceAccount: "a/b"}), certOnly).account.Name)
 }
 
 func TestNamespacesOfAndRegistrationHash(t *testing.T) {

@@ -112,7 +112,8 @@ func (r *Registry) start(name, hash string, cfg *rest.Config, namespaces []strin
 		cancel()
 		return nil, fmt.Errorf("creating the probe client: %w", err)
 	}
-	in = &instance{name: name, hash: hash, cfg: base, namespaces: namespaces, cluster: cl, prober: prober.RESTClient(), ctx: mctx, cancel: cancel, watches: map[string]bool{}}
+	in = &instance{name: name, hash: hash, cfg: base, namespaces: namespaces, cluster: cl, prober: prober.RESTClient(),
+		ctx: mctx, cancel: cancel, watches: map[string]bool{}}
 
 	// Discovery (to map the Objects to resources) does not honour a
 	// context, so the whole preparation runs aside and the wait for it is

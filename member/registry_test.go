@@ -277,6 +277,7 @@ func TestRegistry(t *testing.T) {
 	t.Run("a refused kubeconfig keeps the previous cluster", func(t *testing.T) {
 		cur, err := reg.Get("k8s-a")
 		require.NoError(t, err)
+		assert.True(t, hasEvent(t, host, "k8s-a", corev1.EventTypeNormal, "Connected"), "no Normal event Connected on the Secret")
 		withExec := rewrite(t, a.Kubeconfig, func(kc *clientcmdapi.Config) {
 			for _, u := range kc.AuthInfos {
 				u.Exec = &clientcmdapi.ExecConfig{Command: "/bin/sh", Args: []string{"-c", "id"}, APIVersion: "client.authentication.k8s.io/v1"}
