@@ -194,8 +194,9 @@ lint-fix: $(GOLANGCI_LINT) ## Run golangci-lint and apply the fixes it can.
 	$(GOLANGCI_LINT) run --fix
 
 .PHONY: build
-build: ## Build bin/fedop-manager, stamped with VERSION and COMMIT.
+build: ## Build bin/fedop-manager and the kubectl plugin bin/kubectl-fedop, stamped with VERSION and COMMIT.
 	go build -ldflags "$(MANAGER_LDFLAGS)" -o $(BIN)/fedop-manager ./cmd/fedop-manager
+	go build -ldflags "$(MANAGER_LDFLAGS)" -o $(BIN)/kubectl-fedop ./cmd/kubectl-fedop
 
 .PHONY: install
 install: $(KUBECTL) ## Install the CRD into the cluster in KUBECONFIG (the lab host: KUBECONFIG=.lab/host.kubeconfig).
@@ -248,9 +249,9 @@ vet: ## Run go vet.
 # test-unit runs the tests that start no API server and no lab, in
 # seconds. Left out, and run by `make test`: internal/testenv; federation/,
 # whose TestMain starts API servers for the whole package; member's
-# TestRegistry; e2e/ (build tag e2e).
+# TestRegistry; kubectl-fedop's TestJoinOnRealClusters; e2e/ (build tag e2e).
 UNIT_PACKAGES = $(shell go list ./... | grep -v -e '/internal/testenv$$' -e '/federation$$' -e '/e2e$$')
-UNIT_SKIP := ^TestRegistry$$
+UNIT_SKIP := ^(TestRegistry|TestJoinOnRealClusters)$$
 
 .PHONY: test-unit
 test-unit: ## Unit tests only (no API servers, no lab): seconds, for the edit-test loop.

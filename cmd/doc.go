@@ -1,4 +1,5 @@
 // Package cmd holds fedop's binaries, one directory each (fedop-manager:
-// the operator). A binary's main parses flags and wires packages together,
-// nothing else.
+// the operator; kubectl-fedop: the kubectl plugin, whose commands live in
+// its package cli). A binary's main parses flags and wires packages
+// together, nothing else.
 package cmd

@@ -338,9 +338,14 @@ func (r *Reconciler) syncClaims(ctx context.Context, fc *v1alpha1.FederationClus
 	return errs
 }
 
+// ensureNamespace creates namespace name in a member unless it exists. A
+// member identity joined with namespaced Roles only (kubectl fedop join
+// --namespaces) may not create namespaces: Forbidden is no error, as join
+// created the namespaces it listed, and a write into one that is missing
+// says so itself.
 func ensureNamespace(ctx context.Context, c client.Client, name string) error {
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
-	if err := c.Create(ctx, ns, client.FieldOwner(v1alpha1.FieldManager)); err != nil && !apierrors.IsAlreadyExists(err) {
+	if err := c.Create(ctx, ns, client.FieldOwner(v1alpha1.FieldManager)); err != nil && !apierrors.IsAlreadyExists(err) && !apierrors.IsForbidden(err) {
 		return fmt.Errorf("creating namespace %s: %w", name, err)
 	}
 	return nil

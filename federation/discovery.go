@@ -325,7 +325,7 @@ type memberDiscovery struct {
 	applied, deleted int
 }
 
-// syncDiscovery brings every connected member's discovery objects to what
+// syncDiscovery brings every fresh member's discovery objects to what
 // obs calls for: each component's headless Service where the member hosts
 // it, and the EndpointSlices listing the component's pods in every member.
 // Members are written in parallel, each with its own deadline, so that a
@@ -335,8 +335,22 @@ func (r *Reconciler) syncDiscovery(ctx context.Context, fc *v1alpha1.FederationC
 	var targets []string
 	out := published{}
 	for name, mv := range obs.members {
-		if mv.cluster != nil {
+		switch {
+		case mv.cluster == nil:
+		case mv.state.Fresh:
 			targets = append(targets, name)
+		default:
+			// A member that has not answered within the freshness bound
+			// is not written: a write would wait for memberWriteTimeout
+			// and hold this reconcile, and with it the status that says
+			// the member is silent. Its slices catch up when it answers
+			// again (the registry reports that change). A Service it
+			// already has is in place for the pods still to be created.
+			for _, cv := range obs.components {
+				if pv := obs.placement(cv.name, name); pv != nil && pv.service != nil {
+					out[name+"/"+cv.name] = true
+				}
+			}
 		}
 	}
 	slices.Sort(targets)

@@ -126,13 +126,18 @@ for image in $images; do
   i=$((i + 1))
 done
 patch+="]"
-echo "       op         stage        pod                    component=updated/ready/replicas"
-watch_start
+# The plugin's live view: a line per step when stdout is not a terminal.
+echo "kubectl fedop status $FC -w   (ready/updated pods, cells component@member=ready/updated/desired, the lock)"
+(cd "$ROOT" && go build -o "$BIN/kubectl-fedop" ./cmd/kubectl-fedop)
+"$BIN/kubectl-fedop" --kubeconfig "$HOST_KC" -n default status $FC -w --no-color > >(sed -u 's/^/  /') &
+status_watch=$!
 upgrade_start=$SECONDS
 host patch fc $FC --type=json -p "$patch" >/dev/null
 total=$(host get fc $FC -o jsonpath='{.status.replicas}')
 settled 180
-watch_stop
+sleep 0.3
+kill "$status_watch" 2>/dev/null || true
+wait "$status_watch" 2>/dev/null || true
 echo
 echo "Pods replaced, in order (events on the FederationCluster):"
 host get events.events.k8s.io --field-selector regarding.name=$FC,reason=PodReplaced \
@@ -148,7 +153,8 @@ host get fc
 cat <<EOF
 
 Look around:
-  export KUBECONFIG=$HOST_KC
+  export KUBECONFIG=$HOST_KC PATH=$BIN:\$PATH
+  kubectl fedop status $FC        # or -w while you edit it; kubectl fedop plan $FC, kubectl fedop members
   kubectl get fc $FC -o yaml
   kubectl get events --field-selector involvedObject.name=$FC
   kubectl --kubeconfig $LAB_DIR/k8s-a.kubeconfig get pods,svc -L fedop.io/revision

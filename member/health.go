@@ -24,6 +24,7 @@ func (r *Registry) run(ctx context.Context) error {
 			return nil
 		case <-ticker.C():
 			r.probeAll(ctx)
+			r.checkCredentials(ctx)
 		}
 	}
 }
@@ -154,7 +155,7 @@ func (r *Registry) interrupted(in *instance) {
 // rotation), the new instance is dropped; if it does not sync, the member
 // stays interrupted and the next successful probe tries again.
 func (r *Registry) resync(ctx context.Context, old *instance) {
-	in, err := r.start(old.name, old.hash, old.cfg)
+	in, err := r.start(old.name, old.hash, old.cfg, old.namespaces)
 	if err != nil {
 		r.mu.Lock()
 		if m, ok := r.members[old.name]; ok && m.inst == old {
@@ -164,6 +165,7 @@ func (r *Registry) resync(ctx context.Context, old *instance) {
 		ctrl.LoggerFrom(ctx).Info("Resyncing the member cluster's cache failed; trying again at the next probe", "member", old.name, "error", err.Error())
 		return
 	}
+	in.creds = old.creds
 	prev, ok := r.publish(old.name, in, old)
 	if !ok {
 		in.stop()

@@ -40,6 +40,10 @@ type instance struct {
 	hash    string
 	cfg     *rest.Config
 	cluster cluster.Cluster
+	// namespaces restrict its cache (AnnotationNamespaces); nil: all.
+	namespaces []string
+	// creds are the credentials of cfg, as the Secret describes them.
+	creds credentials
 	// informers are the informers of Options.Objects, in that order.
 	informers []cache.Informer
 	// prober sends the /readyz probes, over the cluster's HTTP client.
@@ -62,9 +66,10 @@ func (in *instance) stop() {
 }
 
 // start builds, starts and syncs a new instance for member name from cfg,
-// within Options.SyncTimeout. hash identifies the kubeconfig cfg came from.
-// On error nothing of the instance keeps running.
-func (r *Registry) start(name, hash string, cfg *rest.Config) (*instance, error) {
+// within Options.SyncTimeout, its cache restricted to namespaces (nil:
+// every namespace). hash identifies the registration cfg came from. On
+// error nothing of the instance keeps running.
+func (r *Registry) start(name, hash string, cfg *rest.Config, namespaces []string) (*instance, error) {
 	base := cfg
 	cfg = rest.CopyConfig(cfg)
 	// The member's audit log then says which member connection of fedop
@@ -82,6 +87,12 @@ func (r *Registry) start(name, hash string, cfg *rest.Config) (*instance, error)
 		o.Logger = log
 		o.Cache.DefaultLabelSelector = r.opts.CacheSelector
 		o.Cache.DefaultTransform = r.transform()
+		if len(namespaces) > 0 {
+			o.Cache.DefaultNamespaces = map[string]cache.Config{}
+			for _, ns := range namespaces {
+				o.Cache.DefaultNamespaces[ns] = cache.Config{}
+			}
+		}
 		o.Cache.DefaultWatchErrorHandler = func(ctx context.Context, rf *toolscache.Reflector, err error) {
 			// A watch that broke (other than a normal close) may have
 			// missed events until it resumes or re-lists: the cache is
@@ -101,7 +112,8 @@ func (r *Registry) start(name, hash string, cfg *rest.Config) (*instance, error)
 		cancel()
 		return nil, fmt.Errorf("creating the probe client: %w", err)
 	}
-	in = &instance{name: name, hash: hash, cfg: base, cluster: cl, prober: prober.RESTClient(), ctx: mctx, cancel: cancel, watches: map[string]bool{}}
+	in = &instance{name: name, hash: hash, cfg: base, namespaces: namespaces, cluster: cl, prober: prober.RESTClient(),
+		ctx: mctx, cancel: cancel, watches: map[string]bool{}}
 
 	// Discovery (to map the Objects to resources) does not honour a
 	// context, so the whole preparation runs aside and the wait for it is

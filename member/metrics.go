@@ -34,6 +34,16 @@ var probeFailures = prometheus.NewCounterVec(prometheus.CounterOpts{
 	Help: "Failed /readyz probes of a member cluster's API server, by reason: Timeout, Connection or NotReady.",
 }, []string{metricLabelMember, "reason"})
 
+// credentialsExpiry is fedop_member_credentials_expiry_timestamp_seconds
+// {member}: when the credentials of the kubeconfig in use expire, in
+// seconds since the epoch (the token's exp claim, read unverified, or the
+// client certificate's NotAfter); no series when unknown. Alert on
+// `fedop_member_credentials_expiry_timestamp_seconds - time() < 3600`.
+var credentialsExpiry = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+	Name: "fedop_member_credentials_expiry_timestamp_seconds",
+	Help: "When the credentials fedop uses for a member cluster expire, in seconds since the epoch.",
+}, []string{"member"})
+
 func init() {
-	metrics.Registry.MustRegister(memberConnected, probeDuration, probeFailures)
+	metrics.Registry.MustRegister(memberConnected, probeDuration, probeFailures, credentialsExpiry)
 }

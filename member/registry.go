@@ -140,6 +140,12 @@ type Options struct {
 	Transform toolscache.TransformFunc
 	// Clock is the registry's source of time. Default the real clock.
 	Clock clock.WithTicker
+	// RenewFraction is the fraction of a token's lifetime after which the
+	// registry renews it, for Secrets that name the member's
+	// ServiceAccount (AnnotationServiceAccount); in (0, 1). Default 2/3.
+	// Tests set it low to renew tokens the API server will not issue for
+	// less than ten minutes.
+	RenewFraction float64
 }
 
 // withDefaults returns o with every empty field set to its default.
@@ -164,6 +170,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.Clock == nil {
 		o.Clock = clock.RealClock{}
+	}
+	if o.RenewFraction <= 0 || o.RenewFraction >= 1 {
+		o.RenewFraction = defaultRenewFraction
 	}
 	return o
 }
@@ -194,6 +203,16 @@ type State struct {
 	// last interruption (a failed probe or a broken watch). A caller must
 	// not delete anything on the word of a member that is not fresh.
 	Fresh bool
+	// CredentialsExpiry is when the credentials of the kubeconfig in use
+	// expire (the token's exp claim or the client certificate's
+	// NotAfter); zero when unknown or not connected.
+	CredentialsExpiry time.Time
+	// CredentialsReason is ReasonCredentialsExpiringSoon when less than a
+	// tenth of the credentials' lifetime is left and renewing them failed
+	// or is not possible, else empty; CredentialsMessage says when they
+	// expire and why they were not renewed. Independent of Connected.
+	CredentialsReason  string
+	CredentialsMessage string
 }
 
 // Registry turns member cluster registration Secrets into one running
@@ -208,13 +227,15 @@ type Registry struct {
 	// the registry stops every member at once when the manager stops.
 	ctx    context.Context
 	cancel context.CancelFunc
-	// running counts the goroutines running a member's cluster.Start, so
-	// that shutdown returns only when every member has stopped.
+	// running counts the goroutines running a member's cluster.Start or
+	// renewing its token, so that shutdown returns only when every member
+	// has stopped.
 	running sync.WaitGroup
 
 	// Set once by SetupWithManager, before the manager starts anything
-	// that reads them.
+	// that reads them. client writes renewed kubeconfigs into Secrets.
 	reader   client.Reader
+	client   client.Client
 	recorder events.EventRecorder
 	log      logr.Logger
 
@@ -260,6 +281,8 @@ type member struct {
 	// connected: the caller is waiting, and is told (notify) when it is
 	// fresh again.
 	staleSeen bool
+	// creds are inst's credentials and the state of their renewal.
+	creds credentials
 }
 
 // lastHeard is when m last answered, its cache's events included.
@@ -368,25 +391,46 @@ func (r *Registry) runs(name, hash string) bool {
 	return ok && m.inst != nil && m.inst.hash == hash && m.inst.ctx.Err() == nil
 }
 
-// refuse records that name's registration cannot be used (reason, message)
-// and takes its running cluster out of the registry: the registration no
-// longer says how to reach the member, so the old credentials must not keep
-// being used. It returns that cluster, for the caller to stop outside the
-// lock, and whether the member's Connected or Reason changed.
-func (r *Registry) refuse(name, reason, message string) (old *instance, changed bool) {
+// refuse records that name's registration cannot be used (reason,
+// message). A running cluster is kept, as syncFailed keeps one: a Secret
+// overwritten with a kubeconfig fedop refuses must not take down a working
+// connection; the message says that the previous kubeconfig is still in
+// use, and removing the Secret still stops it. Without a running cluster
+// the member is disconnected with reason. It returns whether the member's
+// Connected, Reason or Message changed.
+func (r *Registry) refuse(name, reason, message string) (changed bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	m, ok := r.members[name]
 	if !ok {
-		return nil, false
+		return false
 	}
-	old = m.inst
-	changed = m.state.Connected || m.state.Reason != reason || old != nil
+	if m.inst != nil && m.inst.ctx.Err() == nil {
+		msg := fmt.Sprintf("the Secret's kubeconfig is refused (%s: %s); still using the previous one", reason, message)
+		changed = m.state.Message != msg
+		m.state.Message = msg
+		return changed
+	}
+	changed = m.state.Connected || m.state.Reason != reason
 	m.inst = nil
 	m.failures = 0
 	m.state = State{Name: name, Registered: true, Reason: reason, Message: message, LastProbeTime: m.state.LastProbeTime}
 	memberConnected.WithLabelValues(name).Set(0)
-	return old, changed
+	return changed
+}
+
+// current records that name's Secret holds the kubeconfig its running
+// cluster was built from again: a message about a refused or failed newer
+// one no longer applies. It returns whether the state changed.
+func (r *Registry) current(name string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	m, ok := r.members[name]
+	if !ok || !m.state.Connected || m.state.Message == "" {
+		return false
+	}
+	m.state.Message = ""
+	return true
 }
 
 // syncFailed records that a new cluster for name did not sync, and returns
@@ -429,8 +473,14 @@ func (r *Registry) publish(name string, inst, only *instance) (old *instance, ok
 	m.failures = 0
 	m.interrupted, m.resyncing, m.staleSeen = false, false, false
 	m.answered = r.opts.Clock.Now()
-	m.state = State{Name: name, Registered: true, Connected: true, LastProbeTime: m.state.LastProbeTime}
+	m.state = State{Name: name, Registered: true, Connected: true, LastProbeTime: m.state.LastProbeTime, CredentialsExpiry: inst.creds.notAfter}
+	m.creds = inst.creds
 	memberConnected.WithLabelValues(name).Set(1)
+	if !inst.creds.notAfter.IsZero() {
+		credentialsExpiry.WithLabelValues(name).Set(float64(inst.creds.notAfter.Unix()))
+	} else {
+		credentialsExpiry.DeleteLabelValues(name)
+	}
 	return old, true
 }
 
@@ -445,6 +495,7 @@ func (r *Registry) remove(name string) (old *instance, ok bool) {
 	}
 	delete(r.members, name)
 	memberConnected.DeleteLabelValues(name)
+	credentialsExpiry.DeleteLabelValues(name)
 	probeDuration.DeleteLabelValues(name)
 	probeFailures.DeletePartialMatch(prometheus.Labels{metricLabelMember: name})
 	return m.inst, true

@@ -227,7 +227,9 @@ func TestRegistry(t *testing.T) {
 			require.NoError(c, err)
 			assert.NotSame(c, old, cl)
 		}, wait, tick)
-		assert.Greater(t, seen.members("k8s-a"), before, "memberMap not called for the replacement")
+		// The registry notifies after it publishes: Get may see the new
+		// cluster a moment before memberMap is called.
+		assert.Eventually(t, func() bool { return seen.members("k8s-a") > before }, wait, tick, "memberMap not called for the replacement")
 		var got corev1.Pod
 		assert.NoError(t, cl.GetClient().Get(ctx, client.ObjectKey{Namespace: "default", Name: "labelled"}, &got))
 		// A new connection: its cache has no watch until asked again.
@@ -270,6 +272,44 @@ func TestRegistry(t *testing.T) {
 			assert.NotSame(c, cur, cl)
 			assert.Empty(c, reg.State("k8s-a").Message)
 		}, wait, tick)
+	})
+
+	t.Run("a refused kubeconfig keeps the previous cluster", func(t *testing.T) {
+		cur, err := reg.Get("k8s-a")
+		require.NoError(t, err)
+		assert.True(t, hasEvent(t, host, "k8s-a", corev1.EventTypeNormal, "Connected"), "no Normal event Connected on the Secret")
+		withExec := rewrite(t, a.Kubeconfig, func(kc *clientcmdapi.Config) {
+			for _, u := range kc.AuthInfos {
+				u.Exec = &clientcmdapi.ExecConfig{Command: "/bin/sh", Args: []string{"-c", "id"}, APIVersion: "client.authentication.k8s.io/v1"}
+			}
+		})
+		updateRegistration(t, host, "k8s-a", func(s *corev1.Secret) { s.Data[member.KubeconfigKey] = withExec })
+		require.EventuallyWithT(t, func(c *assert.CollectT) {
+			s := reg.State("k8s-a")
+			assert.True(c, s.Connected)
+			assert.Contains(c, s.Message, member.ReasonKubeconfigRefused)
+			assert.Contains(c, s.Message, "still using the previous one")
+		}, wait, tick)
+		assert.Eventually(t, func() bool {
+			return hasEvent(t, host, "k8s-a", corev1.EventTypeWarning, member.ReasonKubeconfigRefused)
+		}, wait, tick)
+		still, err := reg.Get("k8s-a")
+		require.NoError(t, err)
+		assert.Same(t, cur, still, "the refused kubeconfig replaced the working connection")
+		var got corev1.Pod
+		assert.NoError(t, still.GetClient().Get(ctx, client.ObjectKey{Namespace: "default", Name: "labelled"}, &got))
+		v, ok := gauge(t, "k8s-a")
+		assert.True(t, ok)
+		assert.Equal(t, 1.0, v)
+
+		// The working kubeconfig back: the same connection, the message gone.
+		updateRegistration(t, host, "k8s-a", func(s *corev1.Secret) { s.Data[member.KubeconfigKey] = a.Kubeconfig })
+		require.EventuallyWithT(t, func(c *assert.CollectT) {
+			assert.Empty(c, reg.State("k8s-a").Message)
+		}, wait, tick)
+		again, err := reg.Get("k8s-a")
+		require.NoError(t, err)
+		assert.Same(t, cur, again)
 	})
 
 	t.Run("members that do not answer do not block the others", func(t *testing.T) {

@@ -53,6 +53,7 @@ func (r *Registry) SetupWithManager(mgr ctrl.Manager) error {
 		return errNoCacheSelector
 	}
 	r.reader = mgr.GetClient()
+	r.client = mgr.GetClient()
 	r.recorder = mgr.GetEventRecorder(controllerName)
 	r.log = mgr.GetLogger().WithName("member")
 	if err := mgr.Add(manager.RunnableFunc(r.run)); err != nil {
@@ -137,9 +138,11 @@ func (r *Registry) reconcileSecret(ctx context.Context, req reconcile.Request) (
 		return r.refuseSecret(ctx, &secret, ReasonInvalidKubeconfig,
 			fmt.Sprintf("no kubeconfig in data key %q or %q", KubeconfigKey, KubeconfigKeyValue))
 	}
-	sum := sha256.Sum256(data)
-	hash := hex.EncodeToString(sum[:])
+	hash := registrationHash(data, &secret)
 	if r.runs(name, hash) {
+		if r.current(name) {
+			r.notify(name)
+		}
 		return reconcile.Result{}, nil
 	}
 	cfg, err := ParseKubeconfig(data, r.opts.AllowExecKubeconfigs)
@@ -151,7 +154,7 @@ func (r *Registry) reconcileSecret(ctx context.Context, req reconcile.Request) (
 		return r.refuseSecret(ctx, &secret, reason, fmt.Sprintf("data key %q: %v", key, err))
 	}
 
-	in, err := r.start(name, hash, cfg)
+	in, err := r.start(name, hash, cfg, namespacesOf(&secret))
 	if err != nil {
 		changed := r.syncFailed(name, err)
 		r.event(&secret, corev1.EventTypeWarning, ReasonSyncFailed, "Connect", err.Error())
@@ -160,6 +163,7 @@ func (r *Registry) reconcileSecret(ctx context.Context, req reconcile.Request) (
 		}
 		return reconcile.Result{}, fmt.Errorf("starting member cluster %q: %w", name, err)
 	}
+	in.creds = readCredentials(&secret, cfg)
 	old, ok := r.publish(name, in, nil)
 	if !ok {
 		in.stop()
@@ -169,24 +173,21 @@ func (r *Registry) reconcileSecret(ctx context.Context, req reconcile.Request) (
 	// fails for a rotation.
 	if old != nil {
 		old.stop()
-		log.Info("Member cluster replaced", "kubeconfigSHA256", hash)
+		log.Info("Member cluster replaced", "registrationSHA256", hash)
 	} else {
-		log.Info("Member cluster connected", "kubeconfigSHA256", hash)
+		log.Info("Member cluster connected", "registrationSHA256", hash)
 	}
 	r.event(&secret, corev1.EventTypeNormal, "Connected", "Connect", "the member cluster's cache is synced")
 	r.notify(name)
 	return reconcile.Result{}, nil
 }
 
-// refuseSecret records that secret cannot be used (reason, message), stops
-// the member's running cluster if any, records a Warning event on the
-// Secret and returns a terminal error: only a change to the Secret, which
-// triggers a new reconcile, can fix it.
+// refuseSecret records that secret cannot be used (reason, message),
+// keeping the member's running cluster if any (refuse), records a Warning
+// event on the Secret and returns a terminal error: only a change to the
+// Secret, which triggers a new reconcile, can fix it.
 func (r *Registry) refuseSecret(ctx context.Context, secret *corev1.Secret, reason, message string) (reconcile.Result, error) {
-	old, changed := r.refuse(secret.Name, reason, message)
-	if old != nil {
-		old.stop()
-	}
+	changed := r.refuse(secret.Name, reason, message)
 	ctrl.LoggerFrom(ctx).Info("Member cluster registration refused", "reason", reason, "message", message)
 	r.event(secret, corev1.EventTypeWarning, reason, "Connect", message)
 	if changed {
@@ -205,6 +206,19 @@ func (r *Registry) event(secret *corev1.Secret, eventType, reason, action, note 
 		note = strings.ToValidUTF8(note[:maxEventNote], "")
 	}
 	r.recorder.Eventf(secret, nil, eventType, reason, action, "%s", note)
+}
+
+// registrationHash is the hex sha256 that decides whether a registration
+// changed: of the kubeconfig bytes data and, when secret restricts the
+// member to namespaces (AnnotationNamespaces), of those too, as they
+// shape the member's cache.
+func registrationHash(data []byte, secret *corev1.Secret) string {
+	h := sha256.New()
+	h.Write(data)
+	if ns := namespacesOf(secret); len(ns) > 0 {
+		h.Write([]byte("\x00namespaces=" + strings.Join(ns, ",")))
+	}
+	return hex.EncodeToString(h.Sum(nil))
 }
 
 // kubeconfigOf returns the kubeconfig in secret and its data key:
