@@ -507,7 +507,8 @@ type Operation struct {
 	Stage StepStage `json:"stage,omitempty"`
 
 	// stageStartedTime is when stage began: the hooks' timeouts count
-	// from it.
+	// from it. It is stored to the whole second, so they count from the
+	// second after it: a timeout may end up to 1 s late, never early.
 	// +optional
 	StageStartedTime *metav1.Time `json:"stageStartedTime,omitempty"`
 

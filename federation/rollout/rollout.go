@@ -622,11 +622,18 @@ func (p *planner) callOff(op *v1alpha1.Operation, why string) {
 }
 
 // stageFor returns how long op's stage has lasted.
+//
+// status.operation.stageStartedTime is a metav1.Time, stored to the whole
+// second: a stage that began at s.9 reads back as s. Counting from s
+// would end a 1 s hook timeout as soon as it began, and with
+// onTimeout Proceed delete a pod whose hook was never given its time.
+// The stage is counted from the next whole second instead, before and
+// after the round trip alike: a timeout ends up to 1 s late, never early.
 func (p *planner) stageFor(op *v1alpha1.Operation) time.Duration {
 	if op.StageStartedTime == nil {
 		return 0
 	}
-	return p.Now.Sub(op.StageStartedTime.Time)
+	return max(p.Now.Sub(op.StageStartedTime.Truncate(time.Second).Add(time.Second)), 0)
 }
 
 // callFailure describes the last failure of the step's hook, for the

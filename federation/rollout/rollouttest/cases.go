@@ -116,6 +116,9 @@ func staged(op *v1alpha1.Operation, stage v1alpha1.StepStage, d time.Duration) *
 // calling is s with the hook answers c.
 func calling(s rollout.State, c rollout.Calls) rollout.State { s.Calls = c; return s }
 
+// at is s planned at now.
+func at(now time.Time, s rollout.State) rollout.State { s.Now = now; return s }
+
 // paused is s with the FederationCluster paused.
 func paused(s rollout.State) rollout.State { s.Paused = true; return s }
 
@@ -734,6 +737,17 @@ func Cases() []Case {
 			WantOp:        &v1alpha1.Operation{Type: v1alpha1.OperationUpgrade, Component: "pd", Member: "a", Pod: "demo-pd-1", PodUID: "demo-pd-1@r1", Stage: v1alpha1.StageDeleting},
 			WantDelete:    "a/demo-pd-1",
 			WantProceeded: true,
+		},
+		{
+			// The stage began a moment before T0, so its start reads back as
+			// T0-1s; 1.05 s after that stamp the 1 s timeout may have run
+			// for as little as 50 ms (issue Hooks: the CI saw a pod deleted
+			// 33 ms into its drain).
+			Name: "hooks: a stage start stored to the second does not end a 1 s timeout early",
+			State: at(T0.Add(50*time.Millisecond), State(staged(Op(v1alpha1.OperationUpgrade, "pd", "a", "demo-pd-1", "demo-pd-1@r1"), v1alpha1.StageDraining, time.Second), hooked(rollout.Component{Name: "pd", Placements: []rollout.Placement{
+				Placement("a", 2, "r2", Pods("pd", "r1", 0, 1)...)}}, rollout.Hooks{PreDelete: true, PreDeleteTimeout: time.Second, Proceed: true}))),
+			WantOp:    &v1alpha1.Operation{Type: v1alpha1.OperationUpgrade, Component: "pd", Member: "a", Pod: "demo-pd-1", PodUID: "demo-pd-1@r1", Stage: v1alpha1.StageDraining},
+			WantDrain: "a/demo-pd-1",
 		},
 		{
 			Name: "hooks: a drained pod's deletion called off by a reverted spec is undone first",
