@@ -501,23 +501,10 @@ func (r *Reconciler) rolloutState(fc *v1alpha1.FederationCluster, obs *observati
 				rp.Replicas = pv.spec.Replicas
 			}
 			for _, pod := range pv.pods {
-				ordinal, ok := rollout.ParseOrdinal(fc.Name, cv.name, pod.Name)
-				if !ok {
-					continue
+				if rpod, ok := plannerPod(fc.Name, cv.name, pod); ok {
+					rpod.Claims = obs.podClaims(cv, pv, pod.Name)
+					rp.Pods = append(rp.Pods, rpod)
 				}
-				ready, since := podReady(pod)
-				rp.Pods = append(rp.Pods, rollout.Pod{
-					Name:        pod.Name,
-					UID:         pod.UID,
-					Ordinal:     ordinal,
-					Revision:    pod.Labels[v1alpha1.LabelRevision],
-					Ready:       ready,
-					ReadySince:  since,
-					Terminating: pod.DeletionTimestamp != nil,
-					Failed:      pod.Status.Phase == corev1.PodFailed || pod.Status.Phase == corev1.PodSucceeded,
-					Created:     pod.CreationTimestamp.Time,
-					Claims:      obs.podClaims(cv, pv, pod.Name),
-				})
 			}
 			rp.Pods = r.expectations.apply(key, pv.member, cv.name, rp.Pods, obs.now)
 			rp.Retained = retainedOrdinals(fc, cv, pv, rp.Pods)
@@ -542,6 +529,28 @@ func (o *observation) pod(ref rollout.PodRef) (*memberView, *corev1.Pod) {
 		}
 	}
 	return nil, nil
+}
+
+// plannerPod returns what the planner reads of pod, a pod of component
+// of FederationCluster fc, without its claims; false when its name
+// carries no ordinal of that component.
+func plannerPod(fc, component string, pod *corev1.Pod) (rollout.Pod, bool) {
+	ordinal, ok := rollout.ParseOrdinal(fc, component, pod.Name)
+	if !ok {
+		return rollout.Pod{}, false
+	}
+	ready, since := podReady(pod)
+	return rollout.Pod{
+		Name:        pod.Name,
+		UID:         pod.UID,
+		Ordinal:     ordinal,
+		Revision:    pod.Labels[v1alpha1.LabelRevision],
+		Ready:       ready,
+		ReadySince:  since,
+		Terminating: pod.DeletionTimestamp != nil,
+		Failed:      pod.Status.Phase == corev1.PodFailed || pod.Status.Phase == corev1.PodSucceeded,
+		Created:     pod.CreationTimestamp.Time,
+	}, true
 }
 
 // podReady returns the pod's Ready condition and when it last changed.

@@ -106,22 +106,9 @@ func placementOf(fc *v1alpha1.FederationCluster, c *v1alpha1.Component, m string
 		if pod.Labels[v1alpha1.LabelComponent] != c.Name || pod.Labels[v1alpha1.LabelMember] != m || pod.Labels[v1alpha1.LabelInstance] != fc.Name {
 			continue
 		}
-		ordinal, ok := rollout.ParseOrdinal(fc.Name, c.Name, pod.Name)
-		if !ok {
-			continue
+		if rpod, ok := plannerPod(fc.Name, c.Name, pod); ok {
+			pl.Pods = append(pl.Pods, rpod)
 		}
-		ready, since := podReady(pod)
-		pl.Pods = append(pl.Pods, rollout.Pod{
-			Name:        pod.Name,
-			UID:         pod.UID,
-			Ordinal:     ordinal,
-			Revision:    pod.Labels[v1alpha1.LabelRevision],
-			Ready:       ready,
-			ReadySince:  since,
-			Terminating: pod.DeletionTimestamp != nil,
-			Failed:      pod.Status.Phase == corev1.PodFailed || pod.Status.Phase == corev1.PodSucceeded,
-			Created:     pod.CreationTimestamp.Time,
-		})
 	}
 	return pl
 }
