@@ -184,6 +184,10 @@ func (c *Checker) Run(ctx context.Context) (Report, error) {
 	a.Start, a.DurationSeconds, a.Endpoints = r.Start, end.Seconds(), r.Endpoints
 	a.MembersStart, a.MembersEnd = r.MembersStart, r.MembersEnd
 	a.LeaderChanges, a.MinHealthyMembers, a.HealthSamples = c.mon.facts()
+	a.ElectingSamples = c.mon.electingSamples()
+	if at, why := c.mon.worst(); len(why) > 0 {
+		a.WorstSample = fmt.Sprintf("at %.1fs: %s", at.Sub(r.Start).Seconds(), strings.Join(why, "; "))
+	}
 	a.OK = a.LostWrites == 0 && a.Linearizability == porcupine.Ok
 	if a.Linearizability != porcupine.Ok && c.cfg.VisualizePath != "" {
 		if err := porcupine.VisualizePath(model, info, c.cfg.VisualizePath); err != nil {

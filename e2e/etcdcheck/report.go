@@ -67,10 +67,21 @@ type Report struct {
 	// LeaderChanges counts changes of the leader the members report
 	// (Status, sampled every 200 ms).
 	LeaderChanges int `json:"leaderChanges"`
-	// MinHealthyMembers is the fewest endpoints that answered 200 on
-	// /health in one sample; HealthSamples the number of samples.
+	// MinHealthyMembers is the fewest healthy members in one sample: a
+	// member is healthy when it answers 200 on /health, or when it is up
+	// (answers Status) and /health says only that it has no leader, for
+	// at most 2 s (a leadership transfer or an election in progress; see
+	// electionGrace). HealthSamples is the number of samples, and
+	// ElectingSamples those in which a member counted healthy that way.
 	MinHealthyMembers int `json:"minHealthyMembers"`
 	HealthSamples     int `json:"healthSamples"`
+	ElectingSamples   int `json:"electingSamples"`
+	// WorstSample says when the sample with the fewest healthy members
+	// began (seconds after the writers started) and why each unhealthy
+	// member of it was not healthy: "at 41.9s: etcd-etcd-2: no answer
+	// within 1s; etcd-etcd-4: 503 Service Unavailable". Empty when every
+	// member was healthy in it.
+	WorstSample string `json:"worstSample,omitempty"`
 	// MembersStart and MembersEnd are the member lists before the writers
 	// started and after they stopped.
 	MembersStart []Member `json:"membersStart"`
@@ -174,10 +185,13 @@ func (r Report) Summary() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "etcdcheck %s: %d writes acknowledged (%d failed, %d unknown of which %d applied), %d lost; %d reads; "+
 		"linearizability %s; longest write gap %.2fs at %.1fs; %d leader changes; "+
-		"at least %d healthy members in %d samples; members %d at start, %d at end",
+		"at least %d healthy members in %d samples (%d with a member between leaders); members %d at start, %d at end",
 		verdict, r.AcknowledgedWrites, r.FailedWrites, r.UnknownWrites, r.UnknownWritesApplied, r.LostWrites, r.Reads,
 		r.Linearizability, r.MaxWriteGapSeconds, r.MaxWriteGapStartSeconds, r.LeaderChanges,
-		r.MinHealthyMembers, r.HealthSamples, len(r.MembersStart), len(r.MembersEnd))
+		r.MinHealthyMembers, r.HealthSamples, r.ElectingSamples, len(r.MembersStart), len(r.MembersEnd))
+	if r.WorstSample != "" {
+		fmt.Fprintf(&b, " (worst %s)", r.WorstSample)
+	}
 	if r.Error != "" {
 		fmt.Fprintf(&b, "; error: %s", r.Error)
 	}
