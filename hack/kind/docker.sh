@@ -86,7 +86,18 @@ start_dockerd() {
   # setsid detaches dockerd from this script's session, so it outlives it.
   # In a non-interactive script the background job is not a process group
   # leader, so setsid execs dockerd in place and $! is dockerd's pid.
-  nohup setsid dockerd >>"$DOCKERD_LOG" 2>&1 </dev/null &
+  # The subshell first closes every descriptor above 2 that this script
+  # inherited: dockerd outlives it, and would hold for ever whatever the
+  # caller had open (a `flock` on a lock file made a later flock wait for
+  # good). The subshell execs through nohup and setsid, so $! stays
+  # dockerd's pid.
+  (
+    for fd in /proc/$BASHPID/fd/*; do
+      fd=${fd##*/}
+      ((fd > 2)) && eval "exec $fd>&-"
+    done
+    exec nohup setsid dockerd >>"$DOCKERD_LOG" 2>&1 </dev/null
+  ) &
   echo $! >"$STARTED_PID"
   wait_engine
 }
