@@ -167,7 +167,7 @@ draw() {
   [[ -z $(git -C "$ROOT" status --porcelain -- ':!docs/dashboard.png' 2>/dev/null) ]] || commit+=" with local changes"
   (cd "$ROOT" && "$LAB_DIR/dashboard" -dashboard config/grafana/dashboard.json -prometheus "http://127.0.0.1:$pport" \
     -start "$window_start" -end "$(date +%s)" -step "$SCRAPE_INTERVAL" -rate-interval "$RATE_INTERVAL" -out "$DASHBOARD_PNG" \
-    -note "hack/verify-dashboard.sh: a lab of its own (host, $MEMBERS), fedop-manager at commit $commit scraped every $SCRAPE_INTERVAL; the sample FederationCluster created, then every pod upgraded to $upgrade_tag.") 2>&1 | sed 's/^/     /'
+    -note "hack/verify-dashboard.sh: a lab of its own (host, ${MEMBERS// /, }), fedop-manager at commit $commit scraped every $SCRAPE_INTERVAL; the sample FederationCluster created, then every pod upgraded to $upgrade_tag.") 2>&1 | sed 's/^/     /'
 }
 if ((failed == 0)); then
   log "== The dashboard, drawn by hack/dashboard into $DASHBOARD_PNG"

@@ -321,6 +321,9 @@ func drawTimeSeries(c draw.Canvas, pd panelData, w window) {
 	if hi <= lo {
 		hi = lo + 1
 	}
+	// The plot's edge cuts a line along it in half, and a series that
+	// stays at the minimum (a workqueue at 0) would hardly show.
+	lo -= (hi - lo) * 0.015
 	p.X.Min, p.X.Max = unix(w.Start), unix(w.End)
 	p.Y.Min, p.Y.Max = lo, hi
 	p.Y.Tick.Marker = unitTicks{Unit: d.Unit, Decimals: d.Decimals}
