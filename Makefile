@@ -169,7 +169,7 @@ generate: $(CONTROLLER_GEN) ## Generate deep-copy code for the API types.
 	$(CONTROLLER_GEN) object paths=./api/...
 
 # Every Go module whose go.mod and go.sum `make verify` checks are tidy.
-GO_MODULES := . hack/tools hack/tools/lint
+GO_MODULES := . hack/tools hack/tools/lint hack/dashboard
 
 .PHONY: verify
 verify: manifests generate ## Fail when generated files are stale, code is not gofmt'ed, or a go.mod is not tidy.
@@ -182,7 +182,7 @@ verify-installer: tools ## Render dist/install.yaml, apply it to a lab host of i
 	hack/verify-installer.sh
 
 .PHONY: verify-dashboard
-verify-dashboard: tools ## Run every query of config/grafana/dashboard.json in Debian's Prometheus scraping a lab's manager over HTTPS (not in CI).
+verify-dashboard: tools ## Run every query of config/grafana/dashboard.json in Debian's Prometheus scraping a lab's manager over HTTPS, then draw it into docs/dashboard.png (not in CI).
 	hack/verify-dashboard.sh
 
 .PHONY: lint
