@@ -260,6 +260,7 @@ test-unit: ## Unit tests only (no API servers, no lab): seconds, for the edit-te
 .PHONY: test
 test: tools vet ## Unit and integration tests (real API servers from bin/), the lab smoke test, then the e2e suite on a lab.
 	KUBEBUILDER_ASSETS=$(BIN) go test -race -count=1 ./...
+	cd hack/dashboard && go test -count=1 ./...
 	hack/lab-smoke.sh
 	hack/e2e-lab.sh
 
