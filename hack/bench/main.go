@@ -327,21 +327,7 @@ func (b *bench) connect(ctx context.Context) error {
 func (b *bench) machine() error {
 	m := &b.res.machine
 	m.cpus = goruntime.NumCPU()
-	if data, err := os.ReadFile("/proc/meminfo"); err == nil {
-		for line := range strings.Lines(string(data)) {
-			if value, ok := strings.CutPrefix(line, "MemTotal:"); ok {
-				m.memory = strings.TrimSpace(value)
-			}
-		}
-	}
-	if data, err := os.ReadFile("/proc/cpuinfo"); err == nil {
-		for line := range strings.Lines(string(data)) {
-			if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "model name" {
-				m.cpuModel = strings.TrimSpace(v)
-				break
-			}
-		}
-	}
+	m.memory, m.cpuModel = memoryAndCPUModel()
 	if data, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
 		m.kernel = strings.TrimSpace(string(data))
 	}
@@ -359,48 +345,6 @@ func (b *bench) machine() error {
 	m.date = b.started.UTC().Format(time.RFC3339)
 	m.loadStart, m.othersStart = loadAverage(), b.otherAPIServers()
 	return nil
-}
-
-// loadAverage returns the first three fields of /proc/loadavg.
-func loadAverage() string {
-	data, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return "unknown"
-	}
-	f := strings.Fields(string(data))
-	if len(f) < 3 {
-		return "unknown"
-	}
-	return strings.Join(f[:3], " ")
-}
-
-// otherAPIServers counts the kube-apiserver processes on this machine that
-// are not the bench lab's: other labs (a developer's, a test suite's)
-// compete for the same cores and make the figures worse.
-func (b *bench) otherAPIServers() int {
-	abs, err := filepath.Abs(b.labDir)
-	if err != nil {
-		abs = b.labDir
-	}
-	entries, err := os.ReadDir("/proc")
-	if err != nil {
-		return -1
-	}
-	n := 0
-	for _, e := range entries {
-		if _, err := strconv.Atoi(e.Name()); err != nil {
-			continue
-		}
-		data, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		if err != nil || len(data) == 0 {
-			continue
-		}
-		argv0, _, _ := strings.Cut(string(data), "\x00")
-		if filepath.Base(argv0) == "kube-apiserver" && !strings.Contains(string(data), abs+"/") {
-			n++
-		}
-	}
-	return n
 }
 
 // waitManager waits until the manager's metrics say every member is

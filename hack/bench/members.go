@@ -421,28 +421,6 @@ func (b *bench) stopMainManager(ctx context.Context) error {
 	return nil
 }
 
-// managerAlive reports whether process pid is a fedop-manager that has not
-// exited. A zombie has (the main manager is hack/bench.sh's child: it
-// stays a zombie until the shell reaps it), and a pid whose command is not
-// fedop-manager was reused by another process after the manager exited.
-func managerAlive(pid int) bool {
-	cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
-	if err != nil {
-		return false
-	}
-	argv0, _, _ := strings.Cut(string(cmdline), "\x00")
-	if filepath.Base(argv0) != "fedop-manager" {
-		return false
-	}
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return false
-	}
-	s := string(data)
-	i := strings.LastIndexByte(s, ')')
-	return i >= 0 && len(s) > i+2 && s[i+2] != 'Z'
-}
-
 // clearWorkloads deletes the FederationClusters of items 1 to 4 and their
 // pods and Services, once no manager runs: the managers of items 5 and 6
 // would otherwise reconcile them (and cache their 10,000 pods). Their
