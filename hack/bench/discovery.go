@@ -61,6 +61,9 @@ const (
 	targetDiscoveryP99 = time.Second
 	// minReplacements is the fewest replacements a p99 is reported over.
 	minReplacements = 20
+	// spareIPs is how many free addresses item 7 gives the kwok IP pool of
+	// each member before its FederationCluster is created.
+	spareIPs = 32
 )
 
 // sliceWriteVerbs are the verbs of kube-apiserver's apiserver_request_total
@@ -336,6 +339,9 @@ func (b *bench) discoveryPhase(ctx context.Context) (err error) {
 	fc := stepFederation(discoveryName, components, res.members, discoveryPerMember, image)
 	res.pods = 2 * len(res.members) * discoveryPerMember
 	key := client.ObjectKeyFromObject(fc)
+	if err := b.spareIPPools(ctx, res.members, spareIPs); err != nil {
+		return err
+	}
 	pods, err := startObserver(ctx, cfgs, namespace,
 		labels.SelectorFromSet(labels.Set{v1alpha1.LabelManagedBy: v1alpha1.ManagedBy, v1alpha1.LabelInstance: fc.Name}).String())
 	if err != nil {
@@ -484,6 +490,66 @@ func (b *bench) replace(ctx context.Context, key client.ObjectKey, pods *observe
 			r.newIP, slices.Sorted(maps.Keys(r.listed)), err)
 	}
 	return r, waitFederationSettled(ctx, b.host, key, int32(want))
+}
+
+// spareIPPools gives the kwok controller of each of members n free
+// addresses. kwok v0.8.0's IP pool (pkg/kwok/controllers/utils.go, ipPool)
+// gives a pod an address freed earlier before a new one, so a pod replaced
+// alone would get its previous instance's address back, and its
+// replacement would change no IP. The benchmark creates n pods of its own
+// bound to nodes, waits until kwok gave each an address, and deletes them:
+// kwok frees their addresses, and a replaced pod then draws one of n+1
+// (the first of a Go map's iteration), its old one only by chance.
+func (b *bench) spareIPPools(ctx context.Context, members []string, n int) error {
+	sel := unrelatedLabel + "=true"
+	for _, m := range members {
+		cs := b.members[m]
+		nodes, err := cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return err
+		}
+		names := make([]string, 0, len(nodes.Items))
+		for _, nd := range nodes.Items {
+			names = append(names, nd.Name)
+		}
+		if len(names) == 0 {
+			return fmt.Errorf("member %s has no nodes", m)
+		}
+		if err := createUnrelated(ctx, cs, names, n, 8); err != nil {
+			return err
+		}
+		count := func(ctx context.Context, withIP bool) int {
+			list, err := cs.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{LabelSelector: sel})
+			if err != nil {
+				return -1 // asked again at the next poll
+			}
+			c := 0
+			for _, p := range list.Items {
+				if !withIP || p.Status.PodIP != "" {
+					c++
+				}
+			}
+			return c
+		}
+		err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+			return count(ctx, true) == n, nil
+		})
+		if err != nil {
+			return fmt.Errorf("waiting for kwok to give %d pods in %s an IP: %w", n, m, err)
+		}
+		err = cs.CoreV1().Pods(namespace).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: new(int64)}, metav1.ListOptions{LabelSelector: sel})
+		if err != nil {
+			return fmt.Errorf("deleting the spare IPs' pods in %s: %w", m, err)
+		}
+		err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+			return count(ctx, false) == 0, nil
+		})
+		if err != nil {
+			return fmt.Errorf("waiting for the spare IPs' pods in %s to go: %w", m, err)
+		}
+	}
+	b.logf("Gave the kwok IP pools of %v %d free addresses each", members, n)
+	return nil
 }
 
 // scrapeLabMembers reads the metrics of the kube-apiserver of each of

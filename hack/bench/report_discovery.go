@@ -52,8 +52,12 @@ func (r *results) writeDiscoveryDetails(b *strings.Builder) {
 		"(`federation/discovery.go`; README, \"Discovery\"). FederationCluster `%s` (components pd and tikv, %d pods each in %s: %d pods) runs under the main manager; "+
 		"its pods are replaced one at a time, in turn: the benchmark deletes a pod as `kubectl delete` does (its grace period, which the lab's kwok ends at once; "+
 		"its UID as a precondition), fedop creates it again under its name, and kwok gives the new instance an IP from its member's pod CIDR (`hack/lab.sh`). "+
-		"The next replacement starts once the new IP is in every member's slices and the FederationCluster's status has settled.\n\n",
-		discoveryName, discoveryPerMember, strings.Join(d.members, " and "), d.pods)
+		"The next replacement starts once the new IP is in every member's slices and the FederationCluster's status has settled. "+
+		"kwok v0.8.0's IP pool gives a pod an address freed earlier before a new one, so a pod replaced alone would get its old address back; "+
+		"before the FederationCluster is created, the benchmark therefore creates %d pods of its own in each member, bound to nodes, and deletes them once kwok "+
+		"gave them addresses: a replaced pod then draws one of %d free addresses (those left after the FederationCluster's own pods took theirs, and its old one), "+
+		"its old one only by chance (such a replacement is not measured).\n\n",
+		discoveryName, discoveryPerMember, strings.Join(d.members, " and "), d.pods, spareIPs, spareIPs-2*discoveryPerMember+1)
 	fmt.Fprintf(b, "The benchmark watches, with informers of its own, the FederationCluster's pods in every member and fedop's slices of its Services in every member "+
 		"(labels `kubernetes.io/service-name` in %s-pd, %s-tikv and `endpointslice.kubernetes.io/managed-by: fedop.io`), and stamps every event on receipt. "+
 		"A replacement's latency is from the pod watch first seeing the new instance with an IP to the slice watch of each member first seeing that IP listed "+

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 )
 
 // The report's rows and section of item 8.
@@ -76,7 +77,7 @@ func (r *results) writeFreshnessDetails(b *strings.Builder, o options) {
 				continue
 			}
 			i := run.idle
-			b.WriteString(mdRow(fmt.Sprint(run.members), fmt.Sprint(round[run.members]), ms(i.window), fmt.Sprintf("%.3f", i.cpu),
+			b.WriteString(mdRow(fmt.Sprint(run.members), fmt.Sprint(round[run.members]), i.window.Round(100*time.Millisecond).String(), fmt.Sprintf("%.3f", i.cpu),
 				fmt.Sprintf("%.2f (%.2f to %.2f)", median(i.probes), slices.Min(i.probes), slices.Max(i.probes)),
 				fmt.Sprintf("%.2f", i.managerProbes), fmt.Sprintf("%.2f", median(i.others))))
 		}
