@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"strings"
@@ -96,9 +97,11 @@ func (r *results) writeFreshnessDetails(b *strings.Builder, o options) {
 	if r.fedop != nil {
 		_, _, _, reads, readsNet := r.apiPerStep()
 		rate, _, _ := r.idleReadRate()
+		period := cmp.Or(r.managerProbePeriod, defaultProbePeriod)
 		fmt.Fprintf(b, "Item 3 counted the manager's reads (client-go's GETs, LISTs and watches) per step: %.2f raw, %.2f net of the idle rate of %.3f reads per second "+
-			"(the probes of the lab's two members and nothing else). A gate that asked a member before each step would add at least one read per step; "+
-			"the step overhead of item 1 carries no such round trip.\n", median(reads), median(readsNet), rate)
+			"(the lab's %d members' probes, %d per %s each, make %.3f of it). A gate that asked a member before each step would add at least one read per step; "+
+			"the step overhead of item 1 carries no such round trip.\n", median(reads), median(readsNet), rate,
+			len(o.members), probesPerPeriod, period, float64(len(o.members)*probesPerPeriod)/period.Seconds())
 	} else {
 		b.WriteString("Items 1 and 3 were not measured in this run, so the reads per step are not shown here.\n")
 	}
