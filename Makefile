@@ -106,7 +106,7 @@ e2e: tools ## End-to-end suite (e2e/, ten scenarios with faults) on a lab of its
 	hack/e2e-lab.sh
 
 .PHONY: bench
-bench: tools ## Benchmarks (issue 5) on a lab of its own in .lab/bench, taken down after: prints the table, writes docs/benchmarks.md.
+bench: tools ## Benchmarks (issue 5, Discovery, Freshness) on a lab of its own in .lab/bench, taken down after: prints the table, writes docs/benchmarks.md.
 	hack/bench.sh
 
 .PHONY: lab-down

@@ -10,6 +10,11 @@
 #   5. the time from a manager's start to 10 and to 50 members connected;
 #   6. step overhead and the manager's goroutines with one of 10 members
 #      SIGSTOPped for 10 minutes;
+#   7. the latency of a pod IP change to every member's EndpointSlices, and
+#      the slice writes per replaced pod (issue "Discovery");
+#   8. what the freshness gate costs: the /readyz probes each member serves
+#      and the manager's CPU while idle with 10 and 50 members (item 5's
+#      managers), and the reads it adds to a step (item 3's figure);
 #   plus Go micro-benchmarks of the planner and the revision hash.
 #
 # It runs the micro-benchmarks first (on a quiet machine), brings up a host
@@ -18,13 +23,15 @@
 # the CRD, builds and starts bin/fedop-manager from the tree with its
 # default flags, runs the measurements (hack/bench/, a Go program), prints
 # the table, and always takes the lab down at the end, keeping the exit
-# code. For items 5 and 6 the program stops that manager and starts its own
+# code. Item 7 runs with that manager, before item 4. For items 5, 6 and 8
+# the program stops that manager and starts its own
 # (same binary, member namespaces of their own) and apiserver-only members
 # (bin/etcd and bin/kube-apiserver, in a directory under BENCH_LAB_DIR that
 # it removes, processes it ends, also on failure or interrupt).
 #
 # Usage: hack/bench.sh [flags of hack/bench, e.g. --rounds 5 --memory-pods 5000
-#        --items 5,6 --members-sizes 3,5 --dead-duration 1m]
+#        --items 5,6 --members-sizes 3,5 --dead-duration 1m
+#        --items 7,8 --discovery-replacements 20 --idle-window 10s]
 # The tools must be built (make tools); `make bench` does that first.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"

@@ -144,50 +144,6 @@ func (p *proc) logTail(n int) string {
 	return strings.Join(lines[max(0, len(lines)-n):], "\n")
 }
 
-// cpuSeconds returns the user and system CPU time process pid has used.
-func cpuSeconds(pid int) (float64, error) {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0, err
-	}
-	// The command name, in brackets, may hold spaces: count from after it.
-	s := string(data)
-	i := strings.LastIndexByte(s, ')')
-	if i < 0 {
-		return 0, fmt.Errorf("unexpected /proc/%d/stat", pid)
-	}
-	f := strings.Fields(s[i+1:])
-	// utime and stime are fields 14 and 15 of stat(5); f[0] is field 3.
-	if len(f) < 13 {
-		return 0, fmt.Errorf("unexpected /proc/%d/stat", pid)
-	}
-	ut, err1 := strconv.ParseFloat(f[11], 64)
-	st, err2 := strconv.ParseFloat(f[12], 64)
-	if err1 != nil || err2 != nil {
-		return 0, fmt.Errorf("unexpected /proc/%d/stat", pid)
-	}
-	// USER_HZ is 100 on every Linux this runs on.
-	return (ut + st) / 100, nil
-}
-
-// memAvailable returns MemAvailable from /proc/meminfo, in bytes.
-func memAvailable() (float64, error) {
-	data, err := os.ReadFile("/proc/meminfo")
-	if err != nil {
-		return 0, err
-	}
-	for line := range strings.Lines(string(data)) {
-		if value, ok := strings.CutPrefix(line, "MemAvailable:"); ok {
-			f := strings.Fields(value)
-			if len(f) == 2 {
-				kb, err := strconv.ParseFloat(f[0], 64)
-				return kb * 1024, err
-			}
-		}
-	}
-	return 0, errors.New("no MemAvailable in /proc/meminfo")
-}
-
 // freePort returns a TCP port on 127.0.0.1 that was free a moment ago.
 // Another process can take it before the caller binds it; starting an
 // apiserver retries with another port then.

@@ -146,7 +146,7 @@ func (b *bench) deadPhase(ctx context.Context) error {
 
 	// The workloads. Deleted while the manager runs, so that its cleanup
 	// removes their pods (this defer runs before the manager's stop).
-	live := stepFederation("live", []string{"pd", "tikv"}, lab, int32(b.perMember), imagePrefix+"live-0")
+	live := stepFederation("live", components, lab, int32(b.perMember), imagePrefix+"live-0")
 	deadFC := stepFederation("dead", []string{"d"}, []string{dead.name}, deadPods, imagePrefix+"dead-0")
 	cfgs := map[string]*rest.Config{}
 	for _, name := range lab {

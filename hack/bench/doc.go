@@ -1,4 +1,5 @@
-// Command bench measures fedop against the targets of issue 5 on a running
+// Command bench measures fedop against the targets of issue 5 (items 1 to
+// 6) and of the Discovery and Freshness issues (items 7 and 8) on a running
 // lab, and writes the report docs/benchmarks.md. hack/bench.sh (`make
 // bench`) brings the lab up, starts bin/fedop-manager and runs it; run by
 // hand, it needs the lab's kubeconfigs (--lab-dir), the manager's pid and
@@ -34,6 +35,20 @@
 //     FederationCluster on the lab's members is upgraded again and again;
 //     its step overhead (the observer's, as in item 1) against rounds with
 //     every member up, and the manager's go_goroutines every 10s.
+//   - Discovery (item 7): a FederationCluster on the lab's two members
+//     whose pods are replaced one at a time (deleted; fedop creates each
+//     again under its name, kwok gives it a new IP); the time from the new
+//     IP first seen by the observer's pod watch to that IP listed for the
+//     pod in the EndpointSlices of every member, seen by watches of the
+//     slices (discovery.go); and the EndpointSlice writes per replaced pod
+//     that the members' kube-apiservers count (apiserver_request_total).
+//     It runs before item 4 and deletes its FederationCluster when done.
+//   - Freshness (item 8): each of item 5's managers is watched idle once
+//     every member is connected: its CPU (/proc/<pid>/stat) and the
+//     /readyz probes and other requests each apiserver-only member's
+//     kube-apiserver served per second (freshness.go); and item 3's reads
+//     per step, taken with the freshness gate on, say what the gate adds to
+//     a step.
 //
 // Before items 5 and 6 it stops the main manager (--manager-pid) and
 // deletes items 1 to 4's workloads, so that no two managers reconcile the

@@ -47,7 +47,7 @@ type options struct {
 	memBase, memTotal, unrelated                                      int
 	// scriptStart is when hack/bench.sh started, in Unix seconds.
 	scriptStart int64
-	// items are the items to measure (1 to 6).
+	// items are the items to measure (1 to 8).
 	items map[int]bool
 	// binDir holds etcd and kube-apiserver; managerBin is the
 	// fedop-manager that items 5 and 6 start.
@@ -60,6 +60,11 @@ type options struct {
 	// apiserver-only ones); deadDuration how long one stays stopped.
 	deadMembers  int
 	deadDuration time.Duration
+	// replacements is item 7's number of pod IP changes to measure.
+	replacements int
+	// idleWindow is how long item 8 watches each of item 5's managers
+	// idle.
+	idleWindow time.Duration
 }
 
 func parseFlags() (options, error) {
@@ -83,13 +88,15 @@ func parseFlags() (options, error) {
 	flag.StringVar(&o.commit, "commit", "", "fedop's commit, for the report.")
 	flag.Int64Var(&o.scriptStart, "script-start", 0, "When hack/bench.sh started (Unix seconds), for the report.")
 	var items, sizes string
-	flag.StringVar(&items, "items", "1-6", "The issue's items to measure: numbers and ranges, e.g. 1-4 or 5,6. Items 1 and 3 are measured together; 2 and 4 need them.")
+	flag.StringVar(&items, "items", "1-8", "The items to measure: numbers and ranges, e.g. 1-4 or 5,6. Items 1 and 3 are measured together, and so are 5 and 8; 2 and 4 need 1.")
 	flag.StringVar(&o.binDir, "bin-dir", "bin", "Where etcd and kube-apiserver are, for the apiserver-only members of items 5 and 6.")
 	flag.StringVar(&o.managerBin, "manager-bin", "bin/fedop-manager", "The fedop-manager that items 5 and 6 start, with member namespaces of their own.")
 	flag.StringVar(&sizes, "members-sizes", "10,50", "Item 5: the numbers of apiserver-only members a manager connects to, comma-separated.")
 	flag.IntVar(&o.memberRounds, "members-rounds", 3, "Item 5: manager starts per number of members.")
 	flag.IntVar(&o.deadMembers, "dead-members", 10, "Item 6: the manager's members, the lab's two full clusters included; the others are apiserver-only, one of them is stopped.")
 	flag.DurationVar(&o.deadDuration, "dead-duration", 10*time.Minute, "Item 6: how long the member stays SIGSTOPped while the other FederationCluster is upgraded.")
+	flag.IntVar(&o.replacements, "discovery-replacements", 24, "Item 7: pod replacements whose new IP is followed into every member's EndpointSlices (at least 20).")
+	flag.DurationVar(&o.idleWindow, "idle-window", 20*time.Second, "Item 8: how long each of item 5's managers is watched idle, once every member is connected.")
 	flag.Parse()
 	o.members = strings.Split(members, ",")
 	var err error
@@ -109,8 +116,8 @@ func parseFlags() (options, error) {
 		return o, err
 	}
 	switch {
-	case o.items[1] && (o.managerPID == 0 || o.metricsURL == ""):
-		return o, errors.New("--manager-pid and --metrics-url are required for items 1 to 4")
+	case (o.items[1] || o.items[7]) && (o.managerPID == 0 || o.metricsURL == ""):
+		return o, errors.New("--manager-pid and --metrics-url are required for items 1 to 4 and 7")
 	case len(o.members) < 2:
 		return o, errors.New("--members needs at least two members")
 	case o.rounds < 2 || o.delayRounds < 2:
@@ -123,13 +130,18 @@ func parseFlags() (options, error) {
 		return o, errors.New("--dead-members must be at least 3: the lab's two and the one stopped")
 	case o.deadDuration <= 0:
 		return o, errors.New("--dead-duration must be positive")
+	case o.replacements < minReplacements:
+		return o, fmt.Errorf("--discovery-replacements must be at least %d: a p99 over fewer is no p99", minReplacements)
+	case o.idleWindow < 5*time.Second:
+		return o, errors.New("--idle-window must be at least 5s: CPU time is counted in 10 ms ticks")
 	}
 	return o, nil
 }
 
-// parseItems parses --items: comma-separated numbers and ranges of 1 to 6.
+// parseItems parses --items: comma-separated numbers and ranges of 1 to 8.
 // Item 3 is counted over item 1's upgrades, so either means both; items 2
-// and 4 reuse item 1's workloads.
+// and 4 reuse item 1's workloads. Item 8 watches item 5's managers idle,
+// so either means both too.
 func parseItems(s string) (map[int]bool, error) {
 	items := map[int]bool{}
 	for _, f := range strings.Split(s, ",") {
@@ -140,8 +152,8 @@ func parseItems(s string) (map[int]bool, error) {
 		if isRange {
 			b, err2 = strconv.Atoi(hi)
 		}
-		if err1 != nil || err2 != nil || a < 1 || b > 6 || a > b {
-			return nil, fmt.Errorf("--items: %q is not an item or range of items 1 to 6", f)
+		if err1 != nil || err2 != nil || a < 1 || b > lastItem || a > b {
+			return nil, fmt.Errorf("--items: %q is not an item or range of items 1 to %d", f, lastItem)
 		}
 		for i := a; i <= b; i++ {
 			items[i] = true
@@ -150,11 +162,17 @@ func parseItems(s string) (map[int]bool, error) {
 	if items[1] || items[3] {
 		items[1], items[3] = true, true
 	}
+	if items[5] || items[8] {
+		items[5], items[8] = true, true
+	}
 	if (items[2] || items[4]) && !items[1] {
 		return nil, errors.New("--items: items 2 and 4 need item 1")
 	}
 	return items, nil
 }
+
+// lastItem is the highest item number.
+const lastItem = 8
 
 // bench holds the clients and what was measured so far.
 type bench struct {
@@ -202,16 +220,33 @@ func run() error {
 	if err := b.machine(); err != nil {
 		return err
 	}
+	if o.managerPID != 0 {
+		if b.res.managerCmdline, err = commandLine(o.managerPID); err != nil {
+			return fmt.Errorf("the main fedop-manager's command line: %w", err)
+		}
+		if b.res.managerProbePeriod, err = probePeriod(b.res.managerCmdline, defaultProbePeriod); err != nil {
+			return err
+		}
+	}
 	type phase struct {
 		name string
 		run  func(context.Context) error
 	}
 	var phases []phase
+	if o.items[1] || o.items[7] {
+		phases = append(phases, phase{"wait for the manager", b.waitManager})
+	}
 	if o.items[1] {
-		phases = append(phases, phase{"wait for the manager", b.waitManager}, phase{"step overhead, API cost (items 1, 3)", b.stepPhase})
+		phases = append(phases, phase{"step overhead, API cost (items 1, 3)", b.stepPhase})
 	}
 	if o.items[2] {
 		phases = append(phases, phase{"rollout efficiency (item 2)", b.delayPhase})
+	}
+	// Before item 4: its 20,000 pods would load the lab's members; item 7
+	// deletes its FederationCluster when done, so item 4 finds only its
+	// own pods and item 1's.
+	if o.items[7] {
+		phases = append(phases, phase{"discovery (item 7)", b.discoveryPhase})
 	}
 	if o.items[4] {
 		phases = append(phases, phase{"memory (item 4)", b.memoryPhase})
@@ -327,21 +362,7 @@ func (b *bench) connect(ctx context.Context) error {
 func (b *bench) machine() error {
 	m := &b.res.machine
 	m.cpus = goruntime.NumCPU()
-	if data, err := os.ReadFile("/proc/meminfo"); err == nil {
-		for line := range strings.Lines(string(data)) {
-			if value, ok := strings.CutPrefix(line, "MemTotal:"); ok {
-				m.memory = strings.TrimSpace(value)
-			}
-		}
-	}
-	if data, err := os.ReadFile("/proc/cpuinfo"); err == nil {
-		for line := range strings.Lines(string(data)) {
-			if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "model name" {
-				m.cpuModel = strings.TrimSpace(v)
-				break
-			}
-		}
-	}
+	m.memory, m.cpuModel = memoryAndCPUModel()
 	if data, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
 		m.kernel = strings.TrimSpace(string(data))
 	}
@@ -359,48 +380,6 @@ func (b *bench) machine() error {
 	m.date = b.started.UTC().Format(time.RFC3339)
 	m.loadStart, m.othersStart = loadAverage(), b.otherAPIServers()
 	return nil
-}
-
-// loadAverage returns the first three fields of /proc/loadavg.
-func loadAverage() string {
-	data, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return "unknown"
-	}
-	f := strings.Fields(string(data))
-	if len(f) < 3 {
-		return "unknown"
-	}
-	return strings.Join(f[:3], " ")
-}
-
-// otherAPIServers counts the kube-apiserver processes on this machine that
-// are not the bench lab's: other labs (a developer's, a test suite's)
-// compete for the same cores and make the figures worse.
-func (b *bench) otherAPIServers() int {
-	abs, err := filepath.Abs(b.labDir)
-	if err != nil {
-		abs = b.labDir
-	}
-	entries, err := os.ReadDir("/proc")
-	if err != nil {
-		return -1
-	}
-	n := 0
-	for _, e := range entries {
-		if _, err := strconv.Atoi(e.Name()); err != nil {
-			continue
-		}
-		data, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		if err != nil || len(data) == 0 {
-			continue
-		}
-		argv0, _, _ := strings.Cut(string(data), "\x00")
-		if filepath.Base(argv0) == "kube-apiserver" && !strings.Contains(string(data), abs+"/") {
-			n++
-		}
-	}
-	return n
 }
 
 // waitManager waits until the manager's metrics say every member is
@@ -476,7 +455,7 @@ func (b *bench) setupSystems(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
 	image := imagePrefix + "step-0"
-	fc := stepFederation("step", []string{"pd", "tikv"}, b.options.members[:2], int32(b.perMember), image)
+	fc := stepFederation("step", components, b.options.members[:2], int32(b.perMember), image)
 	first := b.options.members[0]
 	// The reference has as many pods as the federation, all in one member.
 	sts := referenceStatefulSet("ref", int32(2*2*b.perMember), image)

@@ -131,6 +131,9 @@ type connectRun struct {
 	// rss is the manager's steady RSS once every member was connected;
 	// heapLive and goroutines are from its metrics then.
 	rss, heapLive, goroutines float64
+	// idle is item 8's window with the manager idle after that, if
+	// measured.
+	idle *idleRun
 }
 
 // percentileOf returns the time by which share (0-1] of the members were
@@ -266,21 +269,24 @@ func (b *bench) membersPhase(ctx context.Context) error {
 			break
 		}
 		kcs := map[string][]byte{}
-		var names []string
 		for _, m := range b.fleet.members[:n] {
 			kcs[m.name] = m.kubeconfig
-			names = append(names, m.name)
 		}
 		if err := b.registerMembers(ctx, membersNamespace, kcs); err != nil {
 			return err
 		}
 		for r := 1; r <= b.memberRounds; r++ {
-			run, err := b.connectRound(ctx, names, fmt.Sprintf("item 5, %d members, round %d", n, r))
+			run, err := b.connectRound(ctx, b.fleet.members[:n], fmt.Sprintf("item 5, %d members, round %d", n, r))
 			if err != nil {
 				return fmt.Errorf("%d members, round %d: %w", n, r, err)
 			}
 			b.logf("%d members, round %d: metrics up after %s, first member connected after %s, half after %s, all after %s (%d scrapes); RSS %s, %0.f goroutines",
 				n, r, ms(run.up), ms(run.connected[0]), ms(run.percentileOf(0.5)), ms(run.all), run.scrapes, mib(run.rss), run.goroutines)
+			if i := run.idle; i != nil {
+				b.logf("%d members, round %d, idle %s: manager CPU %.3f s/s; per member GET %s %.2f/s (%.2f to %.2f), other requests %.2f/s; "+
+					"the manager's own probe count %.2f/s",
+					n, r, ms(i.window), i.cpu, probePath, median(i.probes), slices.Min(i.probes), slices.Max(i.probes), median(i.others), i.managerProbes)
+			}
 			res.runs = append(res.runs, run)
 		}
 	}
@@ -288,12 +294,30 @@ func (b *bench) membersPhase(ctx context.Context) error {
 		return nil
 	}
 	// What the members cost, with no manager connected: their memory now,
-	// after fedop's caches watched them, and their CPU while idle.
+	// after fedop's caches watched them, and their CPU while idle; for
+	// item 8, the requests they serve by themselves meanwhile.
+	var before []scrape
+	if b.items[8] {
+		var err error
+		if before, err = scrapeFleet(ctx, b.fleet.members); err != nil {
+			return err
+		}
+	}
 	st, err := b.fleet.stats(ctx, 10*time.Second)
 	if err != nil {
 		return err
 	}
 	res.fleet = st
+	if b.items[8] {
+		after, err := scrapeFleet(ctx, b.fleet.members)
+		if err != nil {
+			return err
+		}
+		res.baseline = idleRun{members: len(b.fleet.members)}
+		res.baseline.probes, res.baseline.others = requestRates(before, after)
+		b.logf("Apiserver-only members with no manager connected: per member GET %s %.2f/s, other requests %.2f/s",
+			probePath, median(res.baseline.probes), median(res.baseline.others))
+	}
 	b.logf("Apiserver-only members: %d, RSS each median %s (min %s, max %s), etcd %s; start median %s and %.2f CPU s each; idle %.2f cores in all",
 		st.members, mib(st.rssMedian), mib(st.rssMin), mib(st.rssMax), mib(st.etcdRSS), ms(st.startup), st.startCPU, st.idleCores)
 
@@ -312,9 +336,14 @@ func (b *bench) membersPhase(ctx context.Context) error {
 	return nil
 }
 
-// connectRound starts a manager with names registered, measures the time
-// to all of them connected and its memory then, and stops it.
-func (b *bench) connectRound(ctx context.Context, names []string, what string) (connectRun, error) {
+// connectRound starts a manager with members registered, measures the
+// time to all of them connected and its memory then, for item 8 watches it
+// idle, and stops it.
+func (b *bench) connectRound(ctx context.Context, members []*apiMember, what string) (connectRun, error) {
+	names := make([]string, 0, len(members))
+	for _, m := range members {
+		names = append(names, m.name)
+	}
 	m, err := b.startManager(membersNamespace, what)
 	if err != nil {
 		return connectRun{}, err
@@ -333,6 +362,13 @@ func (b *bench) connectRound(ctx context.Context, names []string, what string) (
 	}
 	run.heapLive, _ = s.sum("go_gc_heap_live_bytes", nil)
 	run.goroutines, _ = s.sum("go_goroutines", nil)
+	if b.items[8] {
+		idle, err := b.measureIdle(ctx, m, members)
+		if err != nil {
+			return run, fmt.Errorf("item 8, watching the manager idle: %w", err)
+		}
+		run.idle = &idle
+	}
 	return run, nil
 }
 
@@ -360,6 +396,9 @@ type membersResult struct {
 	skipped     []skippedSize
 	profile     *profile
 	profileNote string
+	// baseline is item 8's requests of the members with no manager
+	// connected (no CPU).
+	baseline idleRun
 }
 
 // skippedSize is a size of item 5 that was not measured.
@@ -419,28 +458,6 @@ func (b *bench) stopMainManager(ctx context.Context) error {
 	}
 	b.logf("Stopped the main fedop-manager (pid %d)", b.managerPID)
 	return nil
-}
-
-// managerAlive reports whether process pid is a fedop-manager that has not
-// exited. A zombie has (the main manager is hack/bench.sh's child: it
-// stays a zombie until the shell reaps it), and a pid whose command is not
-// fedop-manager was reused by another process after the manager exited.
-func managerAlive(pid int) bool {
-	cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
-	if err != nil {
-		return false
-	}
-	argv0, _, _ := strings.Cut(string(cmdline), "\x00")
-	if filepath.Base(argv0) != "fedop-manager" {
-		return false
-	}
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return false
-	}
-	s := string(data)
-	i := strings.LastIndexByte(s, ')')
-	return i >= 0 && len(s) > i+2 && s[i+2] != 'Z'
 }
 
 // clearWorkloads deletes the FederationClusters of items 1 to 4 and their

@@ -3,9 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"os"
-	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -34,25 +31,6 @@ type memPoint struct {
 	// took is how long reaching this stage took (creating and waiting for
 	// the pods).
 	took time.Duration
-}
-
-// rssBytes returns the VmRSS of process pid.
-func rssBytes(pid int) (float64, error) {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0, err
-	}
-	for line := range strings.Lines(string(data)) {
-		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
-			f := strings.Fields(rest)
-			if len(f) != 2 || f[1] != "kB" {
-				return 0, fmt.Errorf("unexpected VmRSS line %q", line)
-			}
-			kb, err := strconv.ParseFloat(f[0], 64)
-			return kb * 1024, err
-		}
-	}
-	return 0, fmt.Errorf("no VmRSS in /proc/%d/status", pid)
 }
 
 // Steadiness of a memory sample: RSS is read every memSampleEvery; it is

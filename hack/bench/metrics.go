@@ -1,17 +1,19 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
-	"strconv"
-	"strings"
+	"slices"
 	"time"
+
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 )
 
-// sample is one line of the Prometheus text exposition format.
+// sample is one series of a scrape: a metric name, its labels, its value.
 type sample struct {
 	name   string
 	labels map[string]string
@@ -54,87 +56,31 @@ func scrapeWith(ctx context.Context, c *http.Client, url string) (scrape, error)
 	return scrape{at: time.Now(), samples: samples}, nil
 }
 
-// parseText parses the Prometheus text exposition format: comment lines
-// are skipped; every other line is name{label="value",...} value
-// [timestamp].
+// parseText parses the Prometheus text exposition format with
+// Prometheus's own parser (expfmt) and flattens each family into the
+// series a query sees: a histogram's _bucket, _sum and _count, a summary's
+// quantiles, _sum and _count, a counter or gauge as it is.
 func parseText(r io.Reader) ([]sample, error) {
-	var out []sample
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 0, 64*1024), 1024*1024)
-	for sc.Scan() {
-		line := strings.TrimSpace(sc.Text())
-		if line == "" || line[0] == '#' {
-			continue
-		}
-		s, err := parseLine(line)
-		if err != nil {
-			return nil, fmt.Errorf("line %q: %w", line, err)
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := p.TextToMetricFamilies(r)
+	if err != nil {
+		return nil, err
+	}
+	vec, err := expfmt.ExtractSamples(&expfmt.DecodeOptions{Timestamp: model.Now()}, slices.Collect(maps.Values(fams))...)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]sample, 0, len(vec))
+	for _, x := range vec {
+		s := sample{name: string(x.Metric[model.MetricNameLabel]), labels: make(map[string]string, len(x.Metric)), value: float64(x.Value)}
+		for k, v := range x.Metric {
+			if k != model.MetricNameLabel {
+				s.labels[string(k)] = string(v)
+			}
 		}
 		out = append(out, s)
 	}
-	return out, sc.Err()
-}
-
-func parseLine(line string) (sample, error) {
-	s := sample{labels: map[string]string{}}
-	end := strings.IndexAny(line, "{ ")
-	if end <= 0 {
-		return s, fmt.Errorf("no metric name")
-	}
-	s.name, line = line[:end], line[end:]
-	if line[0] == '{' {
-		line = line[1:]
-		for {
-			line = strings.TrimLeft(line, " ,")
-			if line == "" {
-				return s, fmt.Errorf("unterminated labels")
-			}
-			if line[0] == '}' {
-				line = line[1:]
-				break
-			}
-			eq := strings.Index(line, `="`)
-			if eq <= 0 {
-				return s, fmt.Errorf("bad label")
-			}
-			key := line[:eq]
-			line = line[eq+2:]
-			var val strings.Builder
-			closed := false
-			for i := 0; i < len(line); i++ {
-				c := line[i]
-				if c == '\\' && i+1 < len(line) {
-					i++
-					switch line[i] {
-					case 'n':
-						val.WriteByte('\n')
-					default:
-						val.WriteByte(line[i])
-					}
-					continue
-				}
-				if c == '"' {
-					line, closed = line[i+1:], true
-					break
-				}
-				val.WriteByte(c)
-			}
-			if !closed {
-				return s, fmt.Errorf("unterminated label value")
-			}
-			s.labels[key] = val.String()
-		}
-	}
-	fields := strings.Fields(line)
-	if len(fields) == 0 {
-		return s, fmt.Errorf("no value")
-	}
-	v, err := strconv.ParseFloat(fields[0], 64)
-	if err != nil {
-		return s, fmt.Errorf("value: %w", err)
-	}
-	s.value = v
-	return s, nil
+	return out, nil
 }
 
 // sum returns the sum of the samples named name whose labels include every

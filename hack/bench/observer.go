@@ -28,23 +28,82 @@ type podRecord struct {
 	// image is the first container's image.
 	image string
 	ready bool
+	// ip is the instance's first pod IP (status.podIP) seen, "" while it
+	// has none.
+	ip string
 	// firstSeen is when the instance was first seen; readyAt when it was
-	// first seen Ready; deletedAt when its deletionTimestamp (or its delete
-	// event, if no update showed one) was first seen; goneAt when its
-	// delete event came.
-	firstSeen, readyAt, deletedAt, goneAt time.Time
+	// first seen Ready; ipAt when it was first seen with an IP; deletedAt
+	// when its deletionTimestamp (or its delete event, if no update showed
+	// one) was first seen; goneAt when its delete event came.
+	firstSeen, readyAt, ipAt, deletedAt, goneAt time.Time
 }
 
 // live reports whether the instance is neither terminating nor gone.
 func (r *podRecord) live() bool { return r.deletedAt.IsZero() && r.goneAt.IsZero() }
+
+// watches are informers of one kind in one namespace of several
+// clusters, started and stopped together.
+type watches struct {
+	factories []informers.SharedInformerFactory
+	cancel    context.CancelFunc
+}
+
+// startWatches starts, in namespace ns of every cluster in clusters (name
+// to config), the informer that informer takes from a factory whose lists
+// and watches select selector, with the event handler on(cluster, obj,
+// gone), and returns once each has listed what exists. what names the
+// watches in errors.
+func startWatches(ctx context.Context, what string, clusters map[string]*rest.Config, ns, selector string,
+	informer func(informers.SharedInformerFactory) toolscache.SharedIndexInformer, on func(cluster string, obj any, gone bool)) (*watches, error) {
+	wctx, cancel := context.WithCancel(context.Background())
+	w := &watches{cancel: cancel}
+	for _, name := range slices.Sorted(maps.Keys(clusters)) {
+		cs, err := kubernetes.NewForConfig(fastConfig(clusters[name]))
+		if err != nil {
+			w.stop()
+			return nil, fmt.Errorf("%s: cluster %s: %w", what, name, err)
+		}
+		f := informers.NewSharedInformerFactoryWithOptions(cs, 0,
+			informers.WithNamespace(ns),
+			informers.WithTweakListOptions(func(lo *metav1.ListOptions) { lo.LabelSelector = selector }))
+		if _, err := informer(f).AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+			AddFunc:    func(obj any) { on(name, obj, false) },
+			UpdateFunc: func(_, obj any) { on(name, obj, false) },
+			DeleteFunc: func(obj any) { on(name, obj, true) },
+		}); err != nil {
+			w.stop()
+			return nil, fmt.Errorf("%s: cluster %s: %w", what, name, err)
+		}
+		f.Start(wctx.Done())
+		w.factories = append(w.factories, f)
+	}
+	sctx, cancelSync := context.WithTimeout(ctx, observerSyncTimeout)
+	defer cancelSync()
+	for _, f := range w.factories {
+		for typ, ok := range f.WaitForCacheSync(sctx.Done()) {
+			if !ok {
+				w.stop()
+				return nil, fmt.Errorf("%s: the watch of %v did not sync within %s", what, typ, observerSyncTimeout)
+			}
+		}
+	}
+	return w, nil
+}
+
+// stop ends the watches and waits for them.
+func (w *watches) stop() {
+	w.cancel()
+	for _, f := range w.factories {
+		f.Shutdown()
+	}
+}
 
 // observer watches the pods matching one label selector in one namespace
 // of several clusters, with informers of its own, and stamps every event
 // with the time it was received. It reads nothing but pods: neither
 // fedop's status nor its metrics, nor the StatefulSet's status.
 type observer struct {
-	factories []informers.SharedInformerFactory
-	cancel    context.CancelFunc
+	w *watches
 
 	// mu guards recs: the informers of several clusters call in
 	// concurrently.
@@ -60,49 +119,20 @@ type observer struct {
 //
 //nolint:unparam // The namespace is the caller's to choose; today every caller watches the benchmark's.
 func startObserver(ctx context.Context, clusters map[string]*rest.Config, ns, selector string) (*observer, error) {
-	wctx, cancel := context.WithCancel(context.Background())
-	o := &observer{cancel: cancel, recs: map[string]*podRecord{}}
-	for _, name := range slices.Sorted(maps.Keys(clusters)) {
-		cs, err := kubernetes.NewForConfig(fastConfig(clusters[name]))
-		if err != nil {
-			o.stop()
-			return nil, fmt.Errorf("observer: cluster %s: %w", name, err)
-		}
-		f := informers.NewSharedInformerFactoryWithOptions(cs, 0,
-			informers.WithNamespace(ns),
-			informers.WithTweakListOptions(func(lo *metav1.ListOptions) { lo.LabelSelector = selector }))
-		inf := f.Core().V1().Pods().Informer()
-		if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
-			AddFunc:    func(obj any) { o.onPod(name, obj, false) },
-			UpdateFunc: func(_, obj any) { o.onPod(name, obj, false) },
-			DeleteFunc: func(obj any) { o.onPod(name, obj, true) },
-		}); err != nil {
-			o.stop()
-			return nil, fmt.Errorf("observer: cluster %s: %w", name, err)
-		}
-		f.Start(wctx.Done())
-		o.factories = append(o.factories, f)
+	o := &observer{recs: map[string]*podRecord{}}
+	w, err := startWatches(ctx, "observer", clusters, ns, selector,
+		func(f informers.SharedInformerFactory) toolscache.SharedIndexInformer {
+			return f.Core().V1().Pods().Informer()
+		}, o.onPod)
+	if err != nil {
+		return nil, err
 	}
-	sctx, cancelSync := context.WithTimeout(ctx, observerSyncTimeout)
-	defer cancelSync()
-	for _, f := range o.factories {
-		for typ, ok := range f.WaitForCacheSync(sctx.Done()) {
-			if !ok {
-				o.stop()
-				return nil, fmt.Errorf("observer: the watch of %v did not sync within %s", typ, observerSyncTimeout)
-			}
-		}
-	}
+	o.w = w
 	return o, nil
 }
 
 // stop ends the observer's watches and waits for them.
-func (o *observer) stop() {
-	o.cancel()
-	for _, f := range o.factories {
-		f.Shutdown()
-	}
-}
+func (o *observer) stop() { o.w.stop() }
 
 func (o *observer) onPod(cluster string, obj any, gone bool) {
 	at := time.Now()
@@ -127,6 +157,9 @@ func (o *observer) onPod(cluster string, obj any, gone bool) {
 	if !rec.goneAt.IsZero() {
 		return // an event that lost the race with the delete event
 	}
+	if rec.ip == "" && !gone && pod.Status.PodIP != "" {
+		rec.ip, rec.ipAt = pod.Status.PodIP, at
+	}
 	if ready := !gone && podReady(pod); ready != rec.ready {
 		rec.ready = ready
 		if ready && rec.readyAt.IsZero() {
@@ -150,6 +183,18 @@ func (o *observer) records() []podRecord {
 		out = append(out, *r)
 	}
 	return out
+}
+
+// live returns the live instance of pod name in cluster, if one exists.
+func (o *observer) live(cluster, name string) (podRecord, bool) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for _, r := range o.recs {
+		if r.cluster == cluster && r.name == name && r.live() {
+			return *r, true
+		}
+	}
+	return podRecord{}, false
 }
 
 // rolledOut reports whether exactly want live instances exist, every one

@@ -57,8 +57,14 @@ type results struct {
 	profiles []profile
 	micro    string
 
-	members membersResult
-	dead    deadResult
+	members   membersResult
+	dead      deadResult
+	discovery discoveryResult
+
+	// managerCmdline is the main manager's command line, and
+	// managerProbePeriod the freshness bound it runs with.
+	managerCmdline     string
+	managerProbePeriod time.Duration
 }
 
 // Targets of issue 5.
@@ -226,6 +232,16 @@ func (r *results) rows(o options) []row {
 	} else {
 		rows = append(rows, notMeasured("6", "a dead member: step overhead and goroutines"))
 	}
+	if o.items[7] {
+		rows = append(rows, r.discoveryRows()...)
+	} else {
+		rows = append(rows, notMeasured("7", "discovery: a pod IP change in every member's EndpointSlices"))
+	}
+	if o.items[8] {
+		rows = append(rows, r.freshnessRows()...)
+	} else {
+		rows = append(rows, notMeasured("8", "freshness: probe requests and manager CPU while idle, round trips per step"))
+	}
 	return rows
 }
 
@@ -391,6 +407,12 @@ func (r *results) markdown(o options, rows []row) string {
 	if o.items[6] {
 		r.writeDeadDetails(&b, o)
 	}
+	if o.items[7] {
+		r.writeDiscoveryDetails(&b)
+	}
+	if o.items[8] {
+		r.writeFreshnessDetails(&b, o)
+	}
 
 	if r.micro != "" {
 		b.WriteString("\n## Go micro-benchmarks\n\n`go test -run '^$' -bench . -benchmem` of `federation/bench_test.go` (the revision hash) and `federation/rollout/bench_test.go` (one planning decision in the middle of an upgrade):\n\n```\n")
@@ -426,6 +448,10 @@ func (r *results) writeStepDetails(b *strings.Builder, o options) {
 		"kwok v0.8.0 deletes by name, and its default Stage played twice per pod, which could delete the fresh same-name replacement "+
 		"of either controller (hack/lab.sh, kwok_stages).\n\n",
 		o.perMember, strings.Join(o.members[:2], " and "), r.sts.pods, r.stsMember)
+	if r.managerCmdline != "" {
+		fmt.Fprintf(b, "The main manager runs as `%s`: with the freshness gate on, so before each deletion it checked that every member involved had answered "+
+			"within %s (`--member-probe-period`); item 8 shows what that costs.\n\n", r.managerCmdline, r.managerProbePeriod)
+	}
 	b.WriteString(mdRow("round", "system", "rollout", "steps", "p50", "p90", "p99", "max", "steps >= "+ms(targetP99), "overlaps"))
 	b.WriteString(mdRow("---", "---", "---", "---", "---", "---", "---", "---", "---", "---"))
 	for i := range r.stepFedop {
@@ -577,6 +603,19 @@ func requestRole(cluster, method string) string {
 	return ""
 }
 
+// writeDiscoveryFreshnessMissed explains a missed target of item 7 or 8.
+func writeDiscoveryFreshnessMissed(b *strings.Builder, rw row) {
+	switch {
+	case rw.item == "7":
+		b.WriteString("Section 7 gives the latencies in the pod's own member and in the other, and every replacement's.\n")
+	case strings.HasPrefix(rw.measure, "freshness probes"):
+		b.WriteString("Section 8 gives each manager start's rates, and the manager's own count of the probes it sent beside what the members served.\n")
+	default:
+		b.WriteString("The freshness gate reads only the registry's memory (`Registry.State`, `member/registry.go`); reads beyond the idle rate are the step's other reads: " +
+			"section 3 gives them by cluster and method.\n")
+	}
+}
+
 // writeMissed explains each missed target with the run's own evidence.
 func (r *results) writeMissed(b *strings.Builder, o options, rows []row) {
 	var missed []row
@@ -594,6 +633,8 @@ func (r *results) writeMissed(b *strings.Builder, o options, rows []row) {
 		switch {
 		case rw.item == "5" || rw.item == "6":
 			r.writeMembersMissed(b, rw)
+		case rw.item == "7" || rw.item == "8":
+			writeDiscoveryFreshnessMissed(b, rw)
 		case strings.HasPrefix(rw.measure, "API writes"):
 			per := map[reqKey][]float64{}
 			for _, w := range r.stepFedop {

@@ -53,7 +53,7 @@ func (r *results) membersRows() []row {
 			per := (m.rssWith(hi) - m.rssWith(lo)) / float64(hi-lo)
 			figure += fmt.Sprintf(" (%+.0f KiB per member)", per/1024)
 		}
-		rows = append(rows, row{"5", fmt.Sprintf("manager RSS with %s members, all connected (median of starts)", joinInts(sizes, " / ")), figure, "reported", "-"})
+		rows = append(rows, row{"5", fmt.Sprintf("manager RSS with %s members, all connected (median of starts)", joinInts(sizes, " / ")), figure, reported, "-"})
 	}
 	return rows
 }
@@ -95,7 +95,7 @@ func (r *results) deadRows(o options) []row {
 		{"6", fmt.Sprintf("manager goroutines with the member stopped (%d samples, every %s: first / last / max; last quarter's median minus the first's)", g.n, goroutineEvery),
 			fmt.Sprintf("%.0f / %.0f / %.0f (%+.0f; %+.2f per minute)", g.first, g.last, g.maxCount, g.growth, g.perMinute),
 			fmt.Sprintf("flat (growth <= %d)", goroutineTolerance), metStr(g.n >= 4 && g.growth <= goroutineTolerance)},
-		{"6", "stopped member seen disconnected by the manager after / connected again after SIGCONT", detected + " / " + back, "reported", "-"},
+		{"6", "stopped member seen disconnected by the manager after / connected again after SIGCONT", detected + " / " + back, reported, "-"},
 	}
 	return rows
 }

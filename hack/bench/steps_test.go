@@ -107,19 +107,39 @@ rest_client_requests_total{code="201",host="127.0.0.1:32764",method="POST"} 3
 rest_client_requests_total{code="409",host="127.0.0.1:32764",method="PUT"} 1
 weird{l="a \"quoted\", comma\n"} 1.5e+06
 go_goroutines 128
+# TYPE fedop_rollout_step_overhead_seconds histogram
+fedop_rollout_step_overhead_seconds_bucket{le="0.1"} 3
+fedop_rollout_step_overhead_seconds_bucket{le="+Inf"} 4
+fedop_rollout_step_overhead_seconds_sum 0.25
+fedop_rollout_step_overhead_seconds_count 4
 `
 	samples, err := parseText(strings.NewReader(in))
 	require.NoError(t, err)
-	require.Len(t, samples, 5)
-	assert.Equal(t, "a \"quoted\", comma\n", samples[3].labels["l"])
-	assert.Equal(t, 1.5e6, samples[3].value)
+	// Families come out in no particular order; the histogram is flattened
+	// into its buckets, _sum and _count.
+	require.Len(t, samples, 9)
 	s := scrape{samples: samples}
-	v, ok := s.sum("go_goroutines", nil)
+	v, ok := s.sum("weird", map[string]string{"l": "a \"quoted\", comma\n"})
+	assert.True(t, ok)
+	assert.Equal(t, 1.5e6, v)
+	v, ok = s.sum("go_goroutines", nil)
 	assert.True(t, ok)
 	assert.Equal(t, 128.0, v)
+	v, _ = s.sum("fedop_rollout_step_overhead_seconds_sum", nil)
+	assert.Equal(t, 0.25, v)
+	v, _ = s.sum("fedop_rollout_step_overhead_seconds_count", nil)
+	assert.Equal(t, 4.0, v)
+	v, _ = s.sum("fedop_rollout_step_overhead_seconds_bucket", map[string]string{"le": "0.1"})
+	assert.Equal(t, 3.0, v)
 
 	hosts := map[string]string{"127.0.0.1:32764": "host", "127.0.0.1:32750": "k8s-a"}
-	before := scrape{samples: samples[:2]}
+	var firstTwo []sample
+	for _, x := range samples {
+		if x.name == "rest_client_requests_total" && x.labels["method"] != "PUT" {
+			firstTwo = append(firstTwo, x)
+		}
+	}
+	before := scrape{samples: firstTwo}
 	d := requestDelta(before, s, hosts)
 	assert.Equal(t, map[reqKey]float64{{"host", "PUT", "409"}: 1}, d)
 	c := countRequests(s.requests(hosts))

@@ -46,6 +46,13 @@ const (
 	imagePrefix = "registry.invalid/fedop-bench:"
 )
 
+// components are the components of the FederationClusters of items 1, 6
+// and 7, named as a database's would be.
+var components = []string{"pd", "tikv"}
+
+// reported is the target of a figure that has none: it is reported.
+const reported = "reported"
+
 // podTemplate is the pod template of every benchmark workload: one
 // container with one port, as small as a real component's spec.
 func podTemplate(labels map[string]string, workload, image string) corev1.PodTemplateSpec {
