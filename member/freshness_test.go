@@ -3,6 +3,8 @@ package member
 import (
 	"context"
 	"errors"
+	"fmt"
+	"syscall"
 	"testing"
 	"time"
 
@@ -44,15 +46,33 @@ func TestFreshnessGate(t *testing.T) {
 	assert.True(t, r.State("k8s-a").Fresh, "a probe answered now")
 
 	// A failed probe ends freshness at once, whatever the time, and it does
-	// not come back with time passing or events: only a new cache (resync)
-	// brings it back.
-	r.recordProbe(context.Background(), in, errors.New("GET /readyz: timeout"), clk.Now())
+	// not come back with time passing or events: only an answer to a probe
+	// does.
+	timeout := errors.New("GET /readyz: timeout")
+	r.recordProbe(context.Background(), in, timeout, clk.Now())
 	assert.False(t, r.State("k8s-a").Fresh, "right after a failed probe")
 	in.lastEvent.Store(clk.Now().UnixNano())
 	assert.False(t, r.State("k8s-a").Fresh, "an event does not undo an interruption")
 	assert.True(t, r.State("k8s-a").Connected)
-	r.recordProbe(context.Background(), in, errors.New("GET /readyz: timeout"), clk.Now())
-	r.recordProbe(context.Background(), in, errors.New("GET /readyz: timeout"), clk.Now())
+	// One failure and then an answer is a slow answer, not a cut: fresh
+	// again at once, with the same cache (no resync).
+	r.recordProbe(context.Background(), in, nil, clk.Now())
+	assert.True(t, r.State("k8s-a").Fresh, "answered again after a single failed probe")
+	assert.False(t, r.members["k8s-a"].resyncing, "a single failed probe needs no resync")
+	assert.Same(t, in, r.members["k8s-a"].inst)
+
+	// A refused connection is a cut at once: the watches shared it.
+	r.recordProbe(context.Background(), in, fmt.Errorf("GET /readyz: %w", syscall.ECONNREFUSED), clk.Now())
+	assert.True(t, r.members["k8s-a"].cutOff, "a refused connection is a cut")
+	r.members["k8s-a"].cutOff, r.members["k8s-a"].interrupted, r.members["k8s-a"].failures = false, false, 0
+
+	// Two failures in a row are a cut: freshness comes back only with a
+	// new cache (resync), which the next answer starts.
+	r.recordProbe(context.Background(), in, timeout, clk.Now())
+	r.recordProbe(context.Background(), in, timeout, clk.Now())
+	assert.False(t, r.State("k8s-a").Fresh)
+	assert.True(t, r.members["k8s-a"].cutOff, "no answer for a whole ProbePeriod")
+	r.recordProbe(context.Background(), in, timeout, clk.Now())
 	st := r.State("k8s-a")
 	assert.False(t, st.Connected, "FailureThreshold failures disconnect")
 	assert.Equal(t, ReasonProbeFailed, st.Reason)
@@ -64,6 +84,7 @@ func TestFreshnessGate(t *testing.T) {
 	assert.True(t, r.State("k8s-a").Fresh, "a new cache, just synced")
 	r.interrupted(in2)
 	assert.False(t, r.State("k8s-a").Fresh, "after a broken watch")
+	assert.True(t, r.members["k8s-a"].cutOff, "a broken watch is a cut: only a resync makes it fresh again")
 	r.interrupted(in) // an instance no longer running changes nothing
 	_, ok = r.publish("k8s-a", in, in)
 	assert.False(t, ok, "a resync must not replace an instance that replaced it")

@@ -77,13 +77,22 @@ func (in *instance) probe(ctx context.Context) error {
 	return nil
 }
 
+// cutOffFailures is the number of failed probes in a row (each half a
+// ProbePeriod apart) after which the member counts as cut off: no answer
+// for longer than a ProbePeriod, its cache resynced before it is trusted
+// again. A probe that found the connection refused or reset is a cut at
+// once.
+const cutOffFailures = 2
+
 // recordProbe records the result err of a probe of in, answered at now. A
-// failure marks the member interrupted at once (it is no longer fresh) and
-// disconnected after FailureThreshold failures in a row. A success after
-// an interruption starts a resync: a new cache, listed now, replaces the
-// old one before the member counts as fresh, or as connected if it was
-// disconnected. A result for an instance that was replaced meanwhile is
-// dropped.
+// failure marks the member interrupted at once (it is no longer fresh),
+// cut off after cutOffFailures failures in a row or a lost connection, and
+// disconnected after FailureThreshold. A success after a cut (or a broken
+// watch) starts a resync: a new cache, listed now, replaces the old one
+// before the member counts as fresh, or as connected if it was
+// disconnected. A success after a single slow or not-ok answer makes the
+// member fresh again at once. A result for an instance that was replaced
+// meanwhile is dropped.
 func (r *Registry) recordProbe(ctx context.Context, in *instance, err error, now time.Time) {
 	var disconnected, resync, fresh bool
 	var message string
@@ -96,11 +105,14 @@ func (r *Registry) recordProbe(ctx context.Context, in *instance, err error, now
 	m.state.LastProbeTime = now
 	if err == nil {
 		m.failures = 0
-		if m.interrupted && !m.resyncing {
+		switch {
+		case m.interrupted && m.cutOff && !m.resyncing:
 			m.resyncing, resync = true, true
 			if !m.state.Connected {
 				m.state.Reason, m.state.Message = ReasonResyncing, "the member answers again; listing it before trusting its cache"
 			}
+		case m.interrupted && !m.cutOff:
+			m.interrupted = false
 		}
 		// Answering again after a pause longer than the bound, with a
 		// caller waiting on it: tell the caller.
@@ -112,6 +124,9 @@ func (r *Registry) recordProbe(ctx context.Context, in *instance, err error, now
 	} else {
 		m.failures++
 		m.interrupted = true
+		if m.failures >= min(cutOffFailures, r.opts.FailureThreshold) || connectionLost(err) {
+			m.cutOff = true // a disconnected member is always cut off
+		}
 		probeFailures.WithLabelValues(in.name, probeFailureReason(err)).Inc()
 		if m.state.Connected && m.failures >= r.opts.FailureThreshold {
 			message = fmt.Sprintf("%d probes in a row failed, the last: %v", m.failures, err)
@@ -145,7 +160,7 @@ func (r *Registry) interrupted(in *instance) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if m, ok := r.members[in.name]; ok && m.inst == in {
-		m.interrupted = true
+		m.interrupted, m.cutOff = true, true
 	}
 }
 
@@ -184,9 +199,16 @@ func probeFailureReason(err error) string {
 	switch {
 	case errors.Is(err, context.DeadlineExceeded):
 		return "Timeout"
-	case utilnet.IsConnectionRefused(err) || utilnet.IsConnectionReset(err) || utilnet.IsProbableEOF(err):
+	case connectionLost(err):
 		return "Connection"
 	default:
 		return "NotReady"
 	}
+}
+
+// connectionLost reports whether err says the connection to the member was
+// refused, reset or cut short: the cache's watch streams, which share the
+// probe's connection, broke with it.
+func connectionLost(err error) bool {
+	return utilnet.IsConnectionRefused(err) || utilnet.IsConnectionReset(err) || utilnet.IsProbableEOF(err)
 }

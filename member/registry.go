@@ -199,9 +199,10 @@ type State struct {
 	// event of its cache, or the sync of a new cache.
 	LastHeard time.Time
 	// Fresh is true when the member is connected, answered within
-	// Options.ProbePeriod, and its cache reflects a list made after its
-	// last interruption (a failed probe or a broken watch). A caller must
-	// not delete anything on the word of a member that is not fresh.
+	// Options.ProbePeriod and since its last failed probe, and its cache
+	// reflects a list made after its last cut (a broken watch, or no
+	// answer for longer than a ProbePeriod). A caller must not delete
+	// anything on the word of a member that is not fresh.
 	Fresh bool
 	// CredentialsExpiry is when the credentials of the kubeconfig in use
 	// expire (the token's exp claim or the client certificate's
@@ -272,9 +273,17 @@ type member struct {
 	// last synced.
 	answered time.Time
 	// interrupted is set when a probe failed or a watch of its cache
-	// broke: what the cache holds may be from before, and only a cache
-	// listed after the member answers again is trusted (resync).
+	// broke: the member is not fresh until it answers again.
 	interrupted bool
+	// cutOff is set when a watch of its cache broke, a probe found the
+	// connection lost, or probes failed for longer than a ProbePeriod
+	// (cutOffFailures in a row): what the cache holds may be from before,
+	// and only a cache listed after the member answers again is trusted
+	// (resync). A single probe that timed out or was answered not-ok,
+	// followed by an answer, is a slow answer, not a cut: the cache's
+	// watch streams share the probe's connection, which stayed up, so the
+	// cache missed nothing; only freshness was lost meanwhile.
+	cutOff bool
 	// resyncing is set while that new cache is being started.
 	resyncing bool
 	// staleSeen is set when State reported the member not fresh while
@@ -471,7 +480,7 @@ func (r *Registry) publish(name string, inst, only *instance) (old *instance, ok
 	old = m.inst
 	m.inst = inst
 	m.failures = 0
-	m.interrupted, m.resyncing, m.staleSeen = false, false, false
+	m.interrupted, m.cutOff, m.resyncing, m.staleSeen = false, false, false, false
 	m.answered = r.opts.Clock.Now()
 	m.state = State{Name: name, Registered: true, Connected: true, LastProbeTime: m.state.LastProbeTime, CredentialsExpiry: inst.creds.notAfter}
 	m.creds = inst.creds
