@@ -273,6 +273,11 @@ type Deletion struct {
 	// External is true for a deletion the test announced (External): not
 	// fedop's, and not a rollout step.
 	External bool
+	// Unavailable is true when the victim was not Ready at some moment
+	// between fedop's previous deletion (or the window's start) and this
+	// one: fedop may have chosen it for that, as it replaces unavailable
+	// pods before available ones (rollout's nextVictim).
+	Unavailable bool
 }
 
 // String returns member/pod.
@@ -356,6 +361,31 @@ func (r Report) DeletionOrder() []string {
 	return out
 }
 
+// AvailableOrder returns, as member/pod and in order, fedop's deletions of
+// pods that were available when their turn came (Deletion.Unavailable
+// false): the deletions whose order the planner's ordering decides alone.
+func (r Report) AvailableOrder() []string {
+	out := make([]string, 0, len(r.Deletions))
+	for _, d := range r.Deletions {
+		if !d.External && !d.Unavailable {
+			out = append(out, d.String())
+		}
+	}
+	return out
+}
+
+// UnavailableDeleted returns, as member/pod, fedop's deletions of pods that
+// were not available when deleted (Deletion.Unavailable).
+func (r Report) UnavailableDeleted() []string {
+	var out []string
+	for _, d := range r.Deletions {
+		if !d.External && d.Unavailable {
+			out = append(out, d.String())
+		}
+	}
+	return out
+}
+
 // Overheads returns the steps' overheads, in order.
 func (r Report) Overheads() []time.Duration {
 	out := make([]time.Duration, 0, len(r.Steps))
@@ -429,8 +459,9 @@ type podRecord struct {
 	uid                     types.UID
 	firstSeen               time.Time
 	ready                   bool
-	// readyAt is when the instance was first seen Ready.
-	readyAt time.Time
+	// readyAt is when the instance was first seen Ready; unreadyAt when it
+	// was last seen turning not Ready by itself (not being deleted).
+	readyAt, unreadyAt time.Time
 	// deletedAt is when its deletion was first seen; goneAt when its
 	// delete event came.
 	deletedAt, goneAt time.Time
@@ -514,6 +545,7 @@ func (l *ledger) pod(member string, pod *corev1.Pod, gone bool, at time.Time) {
 			delete(l.excused, key) // up again
 		case pod.DeletionTimestamp == nil:
 			l.excused[key] = true // down by itself
+			rec.unreadyAt = at
 		}
 		l.change(at, map[bool]string{true: "ready", false: "unready"}[ready], rec)
 	}
@@ -521,6 +553,7 @@ func (l *ledger) pod(member string, pod *corev1.Pod, gone bool, at time.Time) {
 		rec.deletedAt = at
 		d := Deletion{Member: member, Pod: pod.Name, UID: pod.UID, At: at, UnavailableBefore: before, External: l.external[key]}
 		d.DisruptedBefore = disruptedBefore
+		d.Unavailable = !rec.ready || rec.unreadyAt.After(l.lastDeletionAt())
 		if !rec.ready && !l.excused[key] && d.DisruptedBefore > 0 {
 			d.DisruptedBefore-- // the victim was down already
 		}
@@ -680,6 +713,17 @@ func (l *ledger) step(to Deletion, at time.Time) {
 	default:
 		l.overlaps = append(l.overlaps, fmt.Sprintf("%s deleted at %s, before the step of %s ended", to, at.Format("15:04:05.000"), from))
 	}
+}
+
+// lastDeletionAt is when fedop's last deletion so far was seen, or the
+// window's start if there was none.
+func (l *ledger) lastDeletionAt() time.Time {
+	for i := len(l.deletions) - 1; i >= 0; i-- {
+		if !l.deletions[i].External {
+			return l.deletions[i].At
+		}
+	}
+	return l.windowStart
 }
 
 // short reports whether member's placement of component has fewer

@@ -246,3 +246,42 @@ func TestLedgerDuplicateNames(t *testing.T) {
 	l.pod("a", testPod("x-pd-0", "a0-new", false, false), false, at(7))
 	assert.Len(t, l.report(at(8)).Duplicates, 2, "b0 still lives while a's new x-pd-0 appears")
 }
+
+// TestLedgerUnavailableVictims: a pod that turns not Ready by itself after
+// fedop's previous deletion is marked Unavailable when deleted (fedop
+// replaces such pods first); one that was Ready throughout is not, nor is
+// one whose blip came before the previous deletion.
+func TestLedgerUnavailableVictims(t *testing.T) {
+	l := newLedger(at(0))
+	l.spec(1, &v1alpha1.FederationClusterSpec{Components: []v1alpha1.Component{{
+		Name:     "pd",
+		Topology: []v1alpha1.Placement{{Member: "a", Replicas: 2}, {Member: "b", Replicas: 1}},
+	}}}, false, at(0))
+	l.pod("a", testPod("x-pd-0", "a0", true, false), false, at(1))
+	l.pod("a", testPod("x-pd-1", "a1", true, false), false, at(2))
+	l.pod("b", testPod("x-pd-2", "b2", true, false), false, at(3))
+	// b's pod blips before any deletion: long before its turn.
+	l.pod("b", testPod("x-pd-2", "b2", false, false), false, at(10))
+	l.pod("b", testPod("x-pd-2", "b2", true, false), false, at(20))
+	l.reset(at(30))
+
+	// a/x-pd-1 goes not Ready by itself and is deleted first.
+	l.pod("a", testPod("x-pd-1", "a1", false, false), false, at(100))
+	l.pod("a", testPod("x-pd-1", "a1", false, true), false, at(200))
+	l.pod("a", testPod("x-pd-1", "a1", false, true), true, at(250))
+	l.pod("a", testPod("x-pd-1", "a1-new", true, false), false, at(1000))
+	// Then a/x-pd-0, Ready throughout.
+	l.pod("a", testPod("x-pd-0", "a0", true, true), false, at(2000))
+	l.pod("a", testPod("x-pd-0", "a0", true, true), true, at(2050))
+	l.pod("a", testPod("x-pd-0", "a0-new", true, false), false, at(3000))
+	// b/x-pd-2 blips after that deletion, is Ready again, then deleted.
+	l.pod("b", testPod("x-pd-2", "b2", false, false), false, at(3500))
+	l.pod("b", testPod("x-pd-2", "b2", true, false), false, at(3600))
+	l.pod("b", testPod("x-pd-2", "b2", true, true), false, at(4000))
+
+	r := l.report(at(5000))
+	assert.Equal(t, []string{"a/x-pd-1", "a/x-pd-0", "b/x-pd-2"}, r.DeletionOrder())
+	assert.Equal(t, []bool{true, false, true}, []bool{r.Deletions[0].Unavailable, r.Deletions[1].Unavailable, r.Deletions[2].Unavailable})
+	assert.Equal(t, []string{"a/x-pd-0"}, r.AvailableOrder())
+	assert.Equal(t, []string{"a/x-pd-1", "b/x-pd-2"}, r.UnavailableDeleted())
+}

@@ -320,7 +320,7 @@ func TestEtcd(t *testing.T) {
 		r := s.checker.Report()
 		s.assertOneAtATime(r)
 		if during == nil {
-			assert.Equal(t, etcdUpgradeOrder(), r.DeletionOrder(), "deletion order")
+			assertRolloutOrder(t, etcdUpgradeOrder(), r)
 		} else {
 			// Under a fault a pod may be unavailable when its member's turn
 			// comes (its readiness follows etcd's health, which an election

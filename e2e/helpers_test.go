@@ -631,3 +631,25 @@ func warningEvent(t *testing.T, secret, reason string) string {
 	}, waitTimeout, poll)
 	return note
 }
+
+// assertRolloutOrder checks a rollout's deletions in r against want, the
+// planner's order when every pod is available: every pod goes exactly once,
+// and the pods that were available when their turn came go in want's
+// order. A pod that was not (an etcd election touches readiness, and so
+// does a node too loaded to answer a probe in time) is replaced first, as
+// rollout's nextVictim does; for it only the "once" is checked.
+func assertRolloutOrder(t *testing.T, want []string, r Report) {
+	t.Helper()
+	assert.ElementsMatch(t, want, r.DeletionOrder(), "every pod replaced once")
+	unavailable := r.UnavailableDeleted()
+	var wantAvailable []string
+	for _, key := range want {
+		if !slices.Contains(unavailable, key) {
+			wantAvailable = append(wantAvailable, key)
+		}
+	}
+	assert.Equal(t, wantAvailable, r.AvailableOrder(), "deletion order of the pods available when their turn came")
+	if len(unavailable) > 0 {
+		t.Logf("replaced first, being unavailable: %v; deletion order %v", unavailable, r.DeletionOrder())
+	}
+}
