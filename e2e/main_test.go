@@ -268,6 +268,12 @@ func createDecoys(ctx context.Context, member, ns, fcName string) ([]decoy, erro
 	c := suite.members[member]
 	spec := corev1.PodSpec{Containers: []corev1.Container{{Name: "pd", Image: "pingcap/pd:v8.5.0"}}}
 	useWorkload(&spec)
+	// No readiness probe: nothing checks a decoy's readiness, and each
+	// probe of the workload costs a shell (serve.sh) in the node. The
+	// suite's decoys number 132 pods with three members, which probed
+	// every second made a loaded kind node slower than the scenarios it
+	// hosts.
+	spec.Containers[0].ReadinessProbe = nil
 	objs := []client.Object{
 		&corev1.Pod{
 			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fcName + "-pd-0-decoy", Labels: map[string]string{"app": fcName + "-pd"}},
