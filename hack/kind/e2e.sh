@@ -49,9 +49,21 @@ diagnose() {
   done
 }
 
+# failures prints the failed tests' assertions and any panic from the
+# suite's output, last, where a reader of a long log looks first.
+failures() {
+  [[ -f $KIND_WORK/e2e.log ]] || return 0
+  echo "--- what failed (from $KIND_WORK/e2e.log)"
+  grep -E -A16 '^[[:space:]]+Error Trace:|^panic:' "$KIND_WORK/e2e.log" | grep -vE '^[[:space:]]+(Diff:|--- Expected|\+\+\+ Actual)$' | tail -n 100 || true
+  grep -E '^[[:space:]]*--- FAIL' "$KIND_WORK/e2e.log" || true
+}
+
 finish() {
   local rc=$?
-  ((rc == 0)) || diagnose
+  ((rc == 0)) || {
+    diagnose
+    failures
+  }
   "$KUBECTL" --kubeconfig "$host_kc" -n fedop-system scale deployment/fedop-manager --replicas=1 >/dev/null 2>&1 ||
     log "could not scale fedop-manager back to 1"
   log "e2e-kind: $( ((rc == 0)) && echo passed || echo "FAILED (exit $rc)") in $((SECONDS - start))s"
@@ -60,7 +72,7 @@ finish() {
 trap finish EXIT
 
 cd "$ROOT"
-rm -f "$KIND_WORK/manager.log" "$KIND_WORK/e2e-clients.log"
+rm -f "$KIND_WORK/manager.log" "$KIND_WORK/e2e-clients.log" "$KIND_WORK/e2e.log"
 E2E_PROVIDER=kind \
   E2E_LAB_DIR=$KIND_WORK \
   E2E_HOST_KUBECONFIG=$host_kc \
@@ -71,4 +83,4 @@ E2E_PROVIDER=kind \
   E2E_KIND_PREFIX=$KIND_PREFIX \
   E2E_WORKLOAD_IMAGE=$WORKLOAD_REPO \
   E2E_REPO_ROOT=$ROOT \
-  go test -tags e2e -count=1 -v -timeout 45m ./e2e/ "$@"
+  go test -tags e2e -count=1 -v -timeout 45m ./e2e/ "$@" 2>&1 | tee "$KIND_WORK/e2e.log"
