@@ -138,18 +138,32 @@ func (r *etcdRun) stop() etcdcheck.Report {
 	s := r.s
 	s.t.Helper()
 	m := suite.cfg.Members[0].Name
-	_, err := s.podGetPort(m, r.pod, 8080, "stop")
-	require.NoError(s.t, err, "GET /stop of %s", r.pod)
 	c := s.memberClient(m)
-	require.EventuallyWithT(s.t, func(col *assert.CollectT) {
+	jobDone := func(col *assert.CollectT) bool {
 		var job batchv1.Job
 		require.NoError(col, c.Get(context.Background(), client.ObjectKey{Namespace: s.ns, Name: r.name}, &job))
-		assert.True(col, job.Status.Succeeded+job.Status.Failed > 0, "Job %s still runs", r.name)
+		return job.Status.Succeeded+job.Status.Failed > 0
+	}
+	// GET /stop through the member's pod proxy, until it answers or the
+	// Job is over: a loaded API server may drop an answer, and the stop
+	// may have gone ahead without it (it is idempotent).
+	require.EventuallyWithT(s.t, func(col *assert.CollectT) {
+		_, err := s.podGetPort(m, r.pod, 8080, "stop")
+		if err != nil && !jobDone(col) {
+			assert.NoError(col, err, "GET /stop of %s", r.pod)
+		}
+	}, 2*time.Minute, time.Second, "etcdcheck %s was not stopped", r.name)
+	require.EventuallyWithT(s.t, func(col *assert.CollectT) {
+		assert.True(col, jobDone(col), "Job %s still runs", r.name)
 	}, 6*time.Minute, time.Second)
 	cs, err := kubernetes.NewForConfig(suite.memberConfigs[s.clusters[m]])
 	require.NoError(s.t, err)
-	logs, err := cs.CoreV1().Pods(s.ns).GetLogs(r.pod, &corev1.PodLogOptions{}).DoRaw(s.t.Context())
-	require.NoError(s.t, err)
+	var logs []byte
+	require.EventuallyWithT(s.t, func(col *assert.CollectT) {
+		var err error
+		logs, err = cs.CoreV1().Pods(s.ns).GetLogs(r.pod, &corev1.PodLogOptions{}).DoRaw(s.t.Context())
+		assert.NoError(col, err, "the log of %s", r.pod)
+	}, time.Minute, time.Second)
 	lines := strings.Split(strings.TrimSpace(string(logs)), "\n")
 	var rep etcdcheck.Report
 	require.NoError(s.t, json.Unmarshal([]byte(lines[len(lines)-1]), &rep), "the last line of %s's log", r.pod)
