@@ -76,10 +76,15 @@ kind_cluster_names() {
   done
 }
 
-# existing_clusters lists the kind clusters of this project that exist.
+# existing_clusters lists the kind clusters of this project that exist. It
+# fails if kind cannot tell (Docker not answering): an empty list would
+# read as "none exist".
 existing_clusters() {
   local all name
-  all=$("$KIND" get clusters 2>/dev/null || true)
+  all=$("$KIND" get clusters 2>&1) || {
+    echo "error: kind get clusters failed: $all" >&2
+    return 1
+  }
   for name in $(kind_cluster_names); do
     grep -qx "$name" <<<"$all" && echo "$name"
   done
@@ -102,15 +107,16 @@ zone_of() {
 service_cidr() { echo "10.$((96 + $1)).0.0/16"; }
 
 # create_cluster creates kind cluster $1 (a name from KIND_HOST or
-# KIND_MEMBERS) from node image $2 unless it exists, and writes its
+# KIND_MEMBERS) from node image $2 unless it is among $3 (existing_clusters,
+# listed once by the caller: the creations run in parallel), and writes its
 # kubeconfig. Its output goes to $KIND_WORK/create-$1.log.
 create_cluster() {
-  local name=$1 image=$2 cluster config zone pos
+  local name=$1 image=$2 existing=$3 cluster config zone pos
   cluster=$(cluster_name "$name")
   # shellcheck disable=SC2086 # one member per word
   pos=$(cluster_position "$name" $KIND_HOST $KIND_MEMBERS)
   config=$KIND_WORK/cluster-$name.yaml
-  if ! existing_clusters | grep -qx "$cluster"; then
+  if ! grep -qx "$cluster" <<<"$existing"; then
     zone=$(zone_of "$name")
     # hack/kind/cluster.yaml holds the settings every fedop kind cluster
     # needs on these machines; the subnets, the node and its zone label are

@@ -40,7 +40,8 @@ CHAIN=FEDOP-FLAT-POD-NETWORK
 RT_PROTO=77
 
 nodes=() ips=() cidrs=()
-for cluster in $(existing_clusters); do
+clusters=$(existing_clusters) || die "cannot list the kind clusters"
+for cluster in $clusters; do
   name=${cluster#"$KIND_PREFIX"}
   kc=$(kind_kubeconfig "$name")
   for node in $("$KIND" get nodes --name "$cluster"); do

@@ -56,9 +56,10 @@ fi
 
 log "== Clusters ($(kind_cluster_names | tr '\n' ' ')) from $image"
 mkdir -p "$KIND_WORK"
+existing=$(existing_clusters) || die "cannot list the kind clusters"
 pids=()
 for name in $KIND_HOST $KIND_MEMBERS; do
-  create_cluster "$name" "$image" &
+  create_cluster "$name" "$image" "$existing" &
   pids+=($!)
 done
 failed=0
