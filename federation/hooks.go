@@ -400,9 +400,12 @@ func (r *Reconciler) checkHealth(
 	for _, ref := range refs {
 		id := hookID(key, "postReady", ref)
 		if ok, after := r.hooks.due(id, obs.now); !ok {
+			// The calls started above write the same map.
 			_, last := r.hooks.last(id)
+			mu.Lock()
 			health[ref.Member+"/"+ref.Name] = last
 			out.retryAfter = minPositive(out.retryAfter, after)
+			mu.Unlock()
 			continue
 		}
 		wg.Go(func() {

@@ -2,10 +2,13 @@ package federation
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -14,6 +17,11 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/flowcontrol"
+	clocktesting "k8s.io/utils/clock/testing"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/fedop-io/fedop/federation/rollout"
 )
 
 // TestProxyGet checks the request a hook call makes of the member API
@@ -72,4 +80,37 @@ func TestHookPort(t *testing.T) {
 		assert.NoError(t, err)
 		assert.Equal(t, tc.want, got)
 	}
+}
+
+// TestCheckHealthWithBackoff: a gate over many pods, some of them in
+// backoff after a failure, records every pod's answer: a fresh call's, or
+// the last one for a pod in backoff. Run with -race: the calls in flight
+// and the pods in backoff write the same map.
+func TestCheckHealthWithBackoff(t *testing.T) {
+	clock := clocktesting.NewFakeClock(time.Now())
+	r := &Reconciler{hooks: newHookRuns(flowcontrol.NewFakeBackOff(time.Second, time.Minute, clock))}
+	key := client.ObjectKey{Namespace: "ns", Name: "demo"}
+	// No component in the observation: every call fails at once with
+	// "no postReady gate", which is all this test needs of a call.
+	obs := &observation{now: clock.Now()}
+	var refs []rollout.PodRef
+	for i := range 16 {
+		ref := rollout.PodRef{Component: "db", Member: "a", Name: fmt.Sprintf("demo-db-%d", i)}
+		if i%2 == 1 {
+			r.hooks.failed(hookID(key, "postReady", ref), obs.now, errors.New("HTTP 500"))
+		}
+		refs = append(refs, ref)
+	}
+	health := map[string]string{}
+	var out hookOutcome
+	r.checkHealth(context.Background(), key, obs, refs, health, &out)
+	require.Len(t, health, len(refs))
+	for i, ref := range refs {
+		want := "component db has no postReady gate"
+		if i%2 == 1 {
+			want = "HTTP 500"
+		}
+		assert.Equal(t, want, health[ref.Member+"/"+ref.Name], ref.Name)
+	}
+	assert.Positive(t, out.retryAfter, "a pod in backoff says when to look again")
 }
