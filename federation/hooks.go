@@ -151,6 +151,13 @@ type hookRuns struct {
 	backoff *flowcontrol.Backoff
 	mu      sync.Mutex
 	runs    map[string]*hookRun
+	// answered holds, per FederationCluster, the step hook call (a
+	// stepHookID) that last answered 2xx, until a reconcile reads a status
+	// that records another stage. A reconcile that still reads the stage
+	// the call was made in (its status write conflicted, or the cache has
+	// not seen the write yet) takes the answer from here instead of
+	// calling the hook again.
+	answered map[client.ObjectKey]string
 }
 
 type hookRun struct {
@@ -160,7 +167,7 @@ type hookRun struct {
 }
 
 func newHookRuns(backoff *flowcontrol.Backoff) *hookRuns {
-	return &hookRuns{backoff: backoff, runs: map[string]*hookRun{}}
+	return &hookRuns{backoff: backoff, runs: map[string]*hookRun{}, answered: map[client.ObjectKey]string{}}
 }
 
 // due reports whether call id may be made at now, and if not, how long
@@ -219,11 +226,34 @@ func (h *hookRuns) succeeded(id string) {
 	h.mu.Unlock()
 }
 
+// stepAnswered records that step hook call id of FederationCluster key
+// answered 2xx.
+func (h *hookRuns) stepAnswered(key client.ObjectKey, id string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.answered[key] = id
+}
+
+// hasAnswered reports whether step hook call id, the one the status of key
+// as read records ("" for none), answered 2xx in this process. Any other id
+// means status has moved past that call, which is then forgotten: a stage
+// entered again later calls its hook again.
+func (h *hookRuns) hasAnswered(key client.ObjectKey, id string) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if last, ok := h.answered[key]; ok && last == id {
+		return true
+	}
+	delete(h.answered, key)
+	return false
+}
+
 // forget drops every call of FederationCluster key.
 func (h *hookRuns) forget(key client.ObjectKey) {
 	prefix := key.String() + "/"
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	delete(h.answered, key)
 	for id := range h.runs {
 		if strings.HasPrefix(id, prefix) {
 			delete(h.runs, id)
@@ -281,13 +311,22 @@ func (r *Reconciler) planWithHooks(ctx context.Context, fc *v1alpha1.FederationC
 	key := client.ObjectKeyFromObject(fc)
 	var out hookOutcome
 	// The step's hook failures so far, so that a plan that does not call
-	// it (halted past its timeout, or in backoff) still says why.
+	// it (halted past its timeout, or in backoff) still says why; and a
+	// call that answered in an earlier reconcile whose write of the next
+	// stage was lost (a conflict) or is not in the cache yet is not made
+	// again.
+	recorded, kind := "", ""
 	if op := fc.Status.Operation; op != nil && op.Pod != "" {
-		kind := map[v1alpha1.StepStage]string{v1alpha1.StageDraining: hookPreDelete, v1alpha1.StageUndoing: hookUndo}[op.Stage]
+		kind = map[v1alpha1.StepStage]string{v1alpha1.StageDraining: hookPreDelete, v1alpha1.StageUndoing: hookUndo}[op.Stage]
 		if kind != "" {
 			ref := rollout.PodRef{Member: op.Member, Name: op.Pod, UID: op.PodUID}
-			state.Calls.Failures, state.Calls.Failed = r.hooks.last(stepHookID(key, kind, ref, op))
+			recorded = stepHookID(key, kind, ref, op)
+			state.Calls.Failures, state.Calls.Failed = r.hooks.last(recorded)
 		}
+	}
+	if r.hooks.hasAnswered(key, recorded) {
+		state.Calls.Drained = kind == hookPreDelete
+		state.Calls.Undone = kind == hookUndo
 	}
 	tried := false
 	plan := rollout.Next(*state)
@@ -341,6 +380,7 @@ func (r *Reconciler) planWithHooks(ctx context.Context, fc *v1alpha1.FederationC
 			called = true
 			if err == nil {
 				r.hooks.succeeded(id)
+				r.hooks.stepAnswered(key, id)
 				*call.done = true
 				if call.kind == hookUndo {
 					out.undone = call.ref

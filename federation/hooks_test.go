@@ -124,7 +124,7 @@ func drainAndGate() *v1alpha1.Lifecycle {
 }
 
 // startHookScenario is startScenario with the fake endpoints h.
-func startHookScenario(t *testing.T, base string, h *fakeHooks, fc func(ns string) *v1alpha1.FederationCluster) *scenario {
+func startHookScenario(t *testing.T, base string, h *fakeHooks, fc func(ns string) *v1alpha1.FederationCluster, opts ...func(*federation.Options)) *scenario {
 	t.Helper()
 	env, k := federationEnv(t)
 	ns := setupNamespace(t, env, base)
@@ -136,7 +136,7 @@ func startHookScenario(t *testing.T, base string, h *fakeHooks, fc func(ns strin
 		}
 	})
 	s.checker = startChecker(t, env, k, ns)
-	s.fedop = startFedop(t, env, ns+"-1", withHooks(h))
+	s.fedop = startFedop(t, env, ns+"-1", append([]func(*federation.Options){withHooks(h)}, opts...)...)
 	obj := fc(ns)
 	s.checker.setDesired(obj)
 	createFC(t, env, obj)
@@ -284,6 +284,74 @@ func TestDrainBeforeEachDeletion(t *testing.T) {
 	assert.Len(t, events[federation.EventPodDrained], 3)
 }
 
+// conflictingStatus is a client whose first status write recording stage
+// Deleting for each pod instance fails with a conflict, as it does when
+// someone else wrote the FederationCluster first.
+type conflictingStatus struct {
+	client.Client
+	mu      sync.Mutex
+	refused map[types.UID]bool
+}
+
+func (c *conflictingStatus) Status() client.SubResourceWriter {
+	return &conflictingStatusWriter{SubResourceWriter: c.Client.Status(), c: c}
+}
+
+// conflicts returns how many writes were refused.
+func (c *conflictingStatus) conflicts() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.refused)
+}
+
+type conflictingStatusWriter struct {
+	client.SubResourceWriter
+	c *conflictingStatus
+}
+
+func (w *conflictingStatusWriter) Update(ctx context.Context, obj client.Object, opts ...client.SubResourceUpdateOption) error {
+	if fc, ok := obj.(*v1alpha1.FederationCluster); ok {
+		if op := fc.Status.Operation; op != nil && op.Stage == v1alpha1.StageDeleting && op.PodUID != "" {
+			w.c.mu.Lock()
+			first := !w.c.refused[op.PodUID]
+			w.c.refused[op.PodUID] = true
+			w.c.mu.Unlock()
+			if first {
+				return apierrors.NewConflict(v1alpha1.GroupVersion.WithResource("federationclusters").GroupResource(), fc.Name, fmt.Errorf("the test wrote first"))
+			}
+		}
+	}
+	return w.SubResourceWriter.Update(ctx, obj, opts...)
+}
+
+// TestDrainNotCalledAgainAfterConflict: the write that records a drained
+// pod's next stage fails with a conflict; the next reconcile, which still
+// reads stage Draining, does not call the drain that answered again.
+func TestDrainNotCalledAgainAfterConflict(t *testing.T) {
+	h := newFakeHooks()
+	var cs *conflictingStatus
+	s := startHookScenario(t, "conflict", h, hookFC(drainAndGate()), func(o *federation.Options) {
+		cs = &conflictingStatus{Client: o.Client, refused: map[types.UID]bool{}}
+		o.Client = cs
+	})
+	s.checker.reset()
+	updateFC(t, s.env, s.key, setImages("2"))
+	requireSettled(t, s.env, s.key)
+	requireDeletions(t, s.checker, 3)
+
+	assert.Equal(t, 3, cs.conflicts(), "one refused write per step")
+	var answered []string
+	for _, c := range h.log("/drain") {
+		if c.ok() {
+			answered = append(answered, c.pod+"@"+string(c.uid))
+		}
+	}
+	assert.Len(t, answered, 3, "one answered drain per deleted pod: %v", answered)
+	assert.Len(t, slices.Compact(slices.Sorted(slices.Values(answered))), 3, "no pod drained twice: %v", answered)
+	assert.Len(t, requireDeletions(t, s.checker, 3).deletions, 3)
+	assert.LessOrEqual(t, s.checker.report().maxUnavailable, 1)
+}
+
 // TestDrainRetriedWithBackoff: a failing preDelete hook is called again
 // with growing pauses (1s, 2s, 4s: client-go's backoff), says so in
 // Progressing, becomes an Event after three failures, and the step goes
@@ -311,7 +379,7 @@ func TestDrainRetriedWithBackoff(t *testing.T) {
 
 	h.answer("/drain", "", 200)
 	requireSettled(t, s.env, s.key)
-	assert.Len(t, s.checker.report().deletions, 3)
+	assert.Len(t, requireDeletions(t, s.checker, 3).deletions, 3)
 }
 
 // TestDrainTimeoutHalts: a preDelete hook that never answers 2xx within
@@ -358,7 +426,7 @@ func TestDrainTimeoutHalts(t *testing.T) {
 	undos := h.log("/undrain")
 	require.Len(t, undos, 1, "the released drain was undone once")
 	assert.Equal(t, fcName+"-db-1", undos[0].pod)
-	assert.Len(t, s.checker.report().deletions, 3)
+	assert.Len(t, requireDeletions(t, s.checker, 3).deletions, 3)
 }
 
 // TestDrainTimeoutProceeds: with onTimeout Proceed, a pod whose preDelete
@@ -373,7 +441,7 @@ func TestDrainTimeoutProceeds(t *testing.T) {
 	s.checker.reset()
 	updateFC(t, s.env, s.key, setImages("2"))
 	requireSettled(t, s.env, s.key)
-	assert.Len(t, s.checker.report().deletions, 3)
+	assert.Len(t, requireDeletions(t, s.checker, 3).deletions, 3)
 	notes := hostEvents(t, s)[federation.EventHookTimedOut]
 	if assert.Len(t, notes, 1) {
 		assert.Contains(t, notes[0], fcName+"-db-1")
@@ -470,7 +538,19 @@ func TestRestartAtEachStage(t *testing.T) {
 	waitStage(t, s, v1alpha1.StageVerifying)
 	restart(4)
 	waitStage(t, s, v1alpha1.StageVerifying)
-	assert.Len(t, s.checker.report().deletions, 1, "the next step waits for the gate")
+	// The new manager asks the gate and hears it fail; until then, and
+	// after, the checker has seen the one deletion only.
+	gated := len(h.log("/health"))
+	require.Eventually(t, func() bool {
+		for _, c := range h.log("/health")[gated:] {
+			if c.pod == victim && !c.ok() {
+				return true
+			}
+		}
+		return false
+	}, wait, tick, "the new manager did not ask the gate")
+	r := requireDeletions(t, s.checker, 1)
+	assert.Len(t, r.deletions, 1, "the next step waits for the gate")
 	h.answer("/health", victim, 200)
 	requireSettled(t, s.env, s.key)
 
@@ -482,7 +562,7 @@ func TestRestartAtEachStage(t *testing.T) {
 	}
 	assert.Len(t, answered, 3, "one answered drain per deleted pod: %v", answered)
 	assert.Len(t, slices.Compact(slices.Sorted(slices.Values(answered))), 3, "no pod drained twice: %v", answered)
-	assert.Len(t, s.checker.report().deletions, 3)
+	assert.Len(t, requireDeletions(t, s.checker, 3).deletions, 3)
 }
 
 // TestHealthGateBeforeFirstStep: while the postReady gate fails on a pod
@@ -506,7 +586,7 @@ func TestHealthGateBeforeFirstStep(t *testing.T) {
 
 	h.answer("/health", sick, 200)
 	requireSettled(t, s.env, s.key)
-	assert.Len(t, s.checker.report().deletions, 3)
+	assert.Len(t, requireDeletions(t, s.checker, 3).deletions, 3)
 }
 
 // TestPartition: with partition 2, an upgrade replaces only ordinals 2 and
@@ -544,6 +624,6 @@ func TestPartition(t *testing.T) {
 		fc.Spec.Components[0].UpdateStrategy.Partition = ptr.To(int32(0))
 	})
 	requireSettled(t, s.env, s.key)
-	assert.Len(t, s.checker.report().deletions, 3)
+	assert.Len(t, requireDeletions(t, s.checker, 3).deletions, 3)
 	assert.LessOrEqual(t, s.checker.report().maxUnavailable, 1)
 }
