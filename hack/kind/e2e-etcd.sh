@@ -18,4 +18,4 @@ versions=$(cd "$ROOT/hack/etcd" && ls -d v*/ | tr -d / | paste -sd, -)
 export E2E_ETCD_IMAGE=$ETCD_REPO E2E_ETCD_VERSIONS=$versions
 E2E_ETCDCHECK_IMAGE=$ETCDCHECK_REPO:$(cat "$KIND_WORK/images/etcdcheck.tag")
 export E2E_ETCDCHECK_IMAGE
-exec "$KIND_DIR/e2e.sh" -run '^TestEtcd$' "$@"
+E2E_NAME=e2e-etcd exec "$KIND_DIR/e2e.sh" -run '^TestEtcd$' "$@"

@@ -10,6 +10,7 @@
 # fedop's pods in every member.
 #
 # Usage: hack/kind/e2e.sh [go test flags, e.g. -run 'Scenario0[12]']
+# E2E_NAME names the run in its last line (e2e-etcd.sh sets it).
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
@@ -66,7 +67,7 @@ finish() {
   }
   "$KUBECTL" --kubeconfig "$host_kc" -n fedop-system scale deployment/fedop-manager --replicas=1 >/dev/null 2>&1 ||
     log "could not scale fedop-manager back to 1"
-  log "e2e-kind: $( ((rc == 0)) && echo passed || echo "FAILED (exit $rc)") in $((SECONDS - start))s"
+  log "${E2E_NAME:-e2e-kind}: $( ((rc == 0)) && echo passed || echo "FAILED (exit $rc)") in $((SECONDS - start))s"
   exit "$rc"
 }
 trap finish EXIT
