@@ -284,6 +284,20 @@ func TestDrainBeforeEachDeletion(t *testing.T) {
 	assert.Len(t, events[federation.EventPodDrained], 3)
 }
 
+// assertDrainedOnce checks that the drain answered 2xx n times, once per
+// pod instance (name and UID).
+func assertDrainedOnce(t *testing.T, h *fakeHooks, n int) {
+	t.Helper()
+	var answered []string
+	for _, c := range h.log("/drain") {
+		if c.ok() {
+			answered = append(answered, c.pod+"@"+string(c.uid))
+		}
+	}
+	assert.Len(t, answered, n, "one answered drain per deleted pod: %v", answered)
+	assert.Len(t, slices.Compact(slices.Sorted(slices.Values(answered))), n, "no pod drained twice: %v", answered)
+}
+
 // conflictingStatus is a client whose first status write recording stage
 // Deleting for each pod instance fails with a conflict, as it does when
 // someone else wrote the FederationCluster first.
@@ -340,14 +354,7 @@ func TestDrainNotCalledAgainAfterConflict(t *testing.T) {
 	requireDeletions(t, s.checker, 3)
 
 	assert.Equal(t, 3, cs.conflicts(), "one refused write per step")
-	var answered []string
-	for _, c := range h.log("/drain") {
-		if c.ok() {
-			answered = append(answered, c.pod+"@"+string(c.uid))
-		}
-	}
-	assert.Len(t, answered, 3, "one answered drain per deleted pod: %v", answered)
-	assert.Len(t, slices.Compact(slices.Sorted(slices.Values(answered))), 3, "no pod drained twice: %v", answered)
+	assertDrainedOnce(t, h, 3)
 	assert.Len(t, requireDeletions(t, s.checker, 3).deletions, 3)
 	assert.LessOrEqual(t, s.checker.report().maxUnavailable, 1)
 }
@@ -554,14 +561,7 @@ func TestRestartAtEachStage(t *testing.T) {
 	h.answer("/health", victim, 200)
 	requireSettled(t, s.env, s.key)
 
-	var answered []string
-	for _, c := range h.log("/drain") {
-		if c.ok() {
-			answered = append(answered, c.pod+"@"+string(c.uid))
-		}
-	}
-	assert.Len(t, answered, 3, "one answered drain per deleted pod: %v", answered)
-	assert.Len(t, slices.Compact(slices.Sorted(slices.Values(answered))), 3, "no pod drained twice: %v", answered)
+	assertDrainedOnce(t, h, 3)
 	assert.Len(t, requireDeletions(t, s.checker, 3).deletions, 3)
 }
 
