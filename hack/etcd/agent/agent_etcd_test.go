@@ -127,6 +127,30 @@ func TestEmptyDataDirReplacesMember(t *testing.T) {
 	require.Len(t, resp.Kvs, 1, "the replaced member has the cluster's data")
 }
 
+// TestLateFirstStartJoins starts one member only after the two others have
+// formed a quorum without it, as a pod scheduled late does when a cluster
+// is created: the cluster names it (from --initial-cluster) although it
+// never ran. The agent must join it under the ID the cluster gave it, not
+// take it for a member whose data is gone.
+func TestLateFirstStartJoins(t *testing.T) {
+	_, newest := versions(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c := etcdtest.New(t, 3, newest)
+	c.StartMember(0, newest)
+	c.StartMember(1, newest)
+	c.WaitHealthy(0)
+	c.WaitHealthy(1)
+	cli := c.Client()
+	before := memberIDs(t, ctx, cli)
+	require.Contains(t, before, "m2", "the cluster names the member that never ran")
+
+	c.StartMember(2, newest)
+	c.WaitHealthy(2)
+	after := memberIDs(t, ctx, cli)
+	assert.Equal(t, before, after, "every member keeps the ID of the cluster's bootstrap")
+}
+
 // versions returns the oldest and the newest pinned etcd versions.
 func versions(t *testing.T) (oldest, newest string) {
 	vs := etcdtest.Versions(etcdtest.Build(t))

@@ -43,13 +43,17 @@ type startPlan struct {
 //     ID; "existing" only says so.
 //   - no WAL, no cluster: the cluster is being created; start as given
 //     (--initial-cluster-state=new with the static --initial-cluster).
-//   - no WAL, a cluster that lists this member's peer URLs as never started:
-//     it was added (by the cluster's creation or an earlier attempt of
-//     this agent) and never ran; join it as "existing".
+//   - no WAL, a cluster that lists this member's peer URLs as never started
+//     (no client URLs published): it was added (by an earlier attempt of
+//     this agent: no name yet) or named in the cluster's static bootstrap
+//     (--initial-cluster gives every member its name before it runs: the
+//     others formed a quorum without it) and never ran; join it as
+//     "existing".
 //   - no WAL, a cluster in which this member (same name and peer URLs) has
-//     run: its data is gone. Bootstrapping "new" again would reuse its ID
-//     with an empty log, which breaks Raft (a lost vote, a commit index
-//     beyond the log); remove it and add it again under a new ID.
+//     run, which it shows by the client URLs every member publishes when
+//     it starts: its data is gone. Bootstrapping "new" again would reuse
+//     its ID with an empty log, which breaks Raft (a lost vote, a commit
+//     index beyond the log); remove it and add it again under a new ID.
 //   - no WAL, a cluster without this member: add it (a scale up).
 //
 // It fails when the cluster holds this name with other peer URLs, or these
@@ -63,9 +67,10 @@ func planStart(hasWAL bool, cluster []*pb.Member, m member) (startPlan, error) {
 	}
 	for _, c := range cluster {
 		samePeers := sameURLs(c.PeerURLs, m.peerURLs)
+		started := len(c.ClientURLs) > 0
 		switch {
-		case samePeers && c.Name == "":
-			return startPlan{reason: "empty data dir, member added but never started: joining", existing: true}, nil
+		case samePeers && !started && (c.Name == "" || c.Name == m.name):
+			return startPlan{reason: "empty data dir, member in the cluster but never started: joining", existing: true}, nil
 		case samePeers && c.Name == m.name:
 			return startPlan{reason: "empty data dir, member has run before: its data is gone, replacing it", existing: true, remove: c.ID, add: true}, nil
 		case samePeers:

@@ -52,7 +52,14 @@ func TestWithEtcdFlag(t *testing.T) {
 
 func TestPlanStart(t *testing.T) {
 	self := member{name: "e1", peerURLs: []string{"http://e1:2380"}}
+	// running is a member that has started: it published its name and
+	// client URLs.
 	running := func(name, peer string, id uint64) *pb.Member {
+		return &pb.Member{ID: id, Name: name, PeerURLs: []string{peer}, ClientURLs: []string{"http://" + name + ":2379"}}
+	}
+	// unstarted is a member that never ran: added at runtime (no name) or
+	// named by the cluster's static bootstrap (--initial-cluster).
+	unstarted := func(name, peer string, id uint64) *pb.Member {
 		return &pb.Member{ID: id, Name: name, PeerURLs: []string{peer}}
 	}
 	others := []*pb.Member{running("e0", "http://e0:2380", 0xa), running("e2", "http://e2:2380", 0xc)}
@@ -69,14 +76,20 @@ func TestPlanStart(t *testing.T) {
 	}, {
 		name:    "restart even if the cluster lists the member as never started",
 		wal:     true,
-		cluster: append(others, running("", "http://e1:2380", 0xb)),
+		cluster: append(others, unstarted("", "http://e1:2380", 0xb)),
 		want:    startPlan{existing: true},
 	}, {
 		name: "first boot, no cluster: as given",
 		want: startPlan{},
 	}, {
 		name:    "added, never started: join",
-		cluster: append(others, running("", "http://e1:2380", 0xb)),
+		cluster: append(others, unstarted("", "http://e1:2380", 0xb)),
+		want:    startPlan{existing: true},
+	}, {
+		// The others formed a quorum before this member first started:
+		// the cluster knows its name from --initial-cluster, not from it.
+		name:    "named by the static bootstrap, never started: join",
+		cluster: append(others, unstarted("e1", "http://e1:2380", 0xb)),
 		want:    startPlan{existing: true},
 	}, {
 		name:    "ran before, data gone: replace",
@@ -89,6 +102,10 @@ func TestPlanStart(t *testing.T) {
 	}, {
 		name:    "peer URLs held by another name",
 		cluster: append(others, running("e9", "http://e1:2380", 0xb)),
+		wantErr: true,
+	}, {
+		name:    "peer URLs held by another name that never started",
+		cluster: append(others, unstarted("e9", "http://e1:2380", 0xb)),
 		wantErr: true,
 	}, {
 		name:    "name held with other peer URLs",

@@ -54,6 +54,20 @@ type Cluster struct {
 // stopped when the test ends, and their logs are shown if it failed.
 func Start(t testing.TB, n int, version string) *Cluster {
 	t.Helper()
+	c := New(t, n, version)
+	for i := range c.Members {
+		c.StartMember(i, version)
+	}
+	for i := range c.Members {
+		c.WaitHealthy(i)
+	}
+	return c
+}
+
+// New prepares an n-member cluster of etcd version without starting any
+// member: a test starts them with StartMember, in the order it needs.
+func New(t testing.TB, n int, version string) *Cluster {
+	t.Helper()
 	c := &Cluster{t: t, bins: Build(t)}
 	require.Contains(t, c.bins, version)
 	ports := FreePorts(t, 3*n)
@@ -69,12 +83,6 @@ func Start(t testing.TB, n int, version string) *Cluster {
 		})
 	}
 	t.Cleanup(c.cleanup)
-	for i := range c.Members {
-		c.StartMember(i, version)
-	}
-	for i := range c.Members {
-		c.WaitHealthy(i)
-	}
 	return c
 }
 
