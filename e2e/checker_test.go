@@ -253,10 +253,7 @@ func TestLedgerDuplicateNames(t *testing.T) {
 // one whose blip came before the previous deletion.
 func TestLedgerUnavailableVictims(t *testing.T) {
 	l := newLedger(at(0))
-	l.spec(1, &v1alpha1.FederationClusterSpec{Components: []v1alpha1.Component{{
-		Name:     "pd",
-		Topology: []v1alpha1.Placement{{Member: "a", Replicas: 2}, {Member: "b", Replicas: 1}},
-	}}}, false, at(0))
+	l.spec(1, twoPodSpec(2, 1), false, at(0))
 	l.pod("a", testPod("x-pd-0", "a0", true, false), false, at(1))
 	l.pod("a", testPod("x-pd-1", "a1", true, false), false, at(2))
 	l.pod("b", testPod("x-pd-2", "b2", true, false), false, at(3))
