@@ -55,8 +55,7 @@ diagnose() {
 failures() {
   [[ -f $KIND_WORK/e2e.log ]] || return 0
   echo "--- what failed (from $KIND_WORK/e2e.log)"
-  grep -E -A16 '^[[:space:]]+Error Trace:|^panic:' "$KIND_WORK/e2e.log" | grep -vE '^[[:space:]]+(Diff:|--- Expected|\+\+\+ Actual)$' | tail -n 100 || true
-  grep -E '^[[:space:]]*--- FAIL' "$KIND_WORK/e2e.log" || true
+  "$ROOT/hack/what-failed.sh" "$KIND_WORK/e2e.log"
 }
 
 finish() {
