@@ -16,13 +16,13 @@ func TestComputeSteps(t *testing.T) {
 	t0 := time.Date(2026, 11, 21, 6, 0, 0, 0, time.UTC)
 	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
 	old := func(cluster, name string, deleted int) podRecord {
-		return podRecord{cluster: cluster, name: name, uid: types.UID(name + "-old"),
-			firstSeen: at(-10000), readyAt: at(-9000), deletedAt: at(deleted), goneAt: at(deleted + 10)}
+		return podRecord{Member: cluster, Name: name, UID: types.UID(name + "-old"),
+			FirstSeen: at(-10000), ReadyAt: at(-9000), DeletedAt: at(deleted), GoneAt: at(deleted + 10)}
 	}
 	repl := func(cluster, name string, created, ready int) podRecord {
-		r := podRecord{cluster: cluster, name: name, uid: types.UID(name + "-new"), firstSeen: at(created)}
+		r := podRecord{Member: cluster, Name: name, UID: types.UID(name + "-new"), FirstSeen: at(created)}
 		if ready >= 0 {
-			r.readyAt = at(ready)
+			r.ReadyAt = at(ready)
 		}
 		return r
 	}
