@@ -23,6 +23,7 @@ import (
 
 	"github.com/fedop-io/fedop/api/v1alpha1"
 	"github.com/fedop-io/fedop/e2e"
+	"github.com/fedop-io/fedop/internal/podwatch"
 )
 
 // Item 7: discovery. In every member that hosts a component, fedop writes
@@ -247,7 +248,7 @@ type endpointKey struct{ hostname, address string }
 // namespace of several members, with informers of its own, and records
 // when each member's slices first listed each endpoint.
 type sliceObserver struct {
-	w *watches
+	w *podwatch.Watch
 
 	// mu guards listed: the informers of several members call in
 	// concurrently.
@@ -275,21 +276,21 @@ func startSliceObserver(ctx context.Context, members map[string]*rest.Config, ns
 	for m := range members {
 		o.listed[m] = map[endpointKey]time.Time{}
 	}
-	w, err := startWatches(ctx, "slice observer", members, ns, labels.NewSelector().Add(*byService, *byManager).String(),
+	selector := labels.NewSelector().Add(*byService, *byManager).String()
+	w, err := podwatch.StartInformers(ctx, podwatch.Options{Members: fastConfigs(members), Namespace: ns, Selector: func(string) string { return selector }},
 		func(f informers.SharedInformerFactory) toolscache.SharedIndexInformer {
 			return f.Discovery().V1().EndpointSlices().Informer()
 		}, o.onSlice)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("slice observer: %w", err)
 	}
 	o.w = w
 	return o, nil
 }
 
-func (o *sliceObserver) stop() { o.w.stop() }
+func (o *sliceObserver) stop() { o.w.Stop() }
 
-func (o *sliceObserver) onSlice(member string, obj any, gone bool) {
-	at := time.Now()
+func (o *sliceObserver) onSlice(member string, obj any, gone bool, at time.Time) {
 	s, ok := obj.(*discoveryv1.EndpointSlice)
 	if !ok || gone {
 		return // a slice that goes lists nothing new

@@ -3,83 +3,17 @@ package main
 import (
 	"context"
 	"fmt"
-	"maps"
-	"slices"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/informers"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	toolscache "k8s.io/client-go/tools/cache"
 
 	"github.com/fedop-io/fedop/internal/podwatch"
 )
 
-// observerSyncTimeout bounds the initial list of an observer's watches.
-const observerSyncTimeout = 30 * time.Second
-
 // podRecord is one pod instance as an observer saw it, with the
 // observer's own receive time of each change.
 type podRecord = podwatch.Record
-
-// watches are informers of one kind in one namespace of several
-// clusters, started and stopped together.
-type watches struct {
-	factories []informers.SharedInformerFactory
-	cancel    context.CancelFunc
-}
-
-// startWatches starts, in namespace ns of every cluster in clusters (name
-// to config), the informer that informer takes from a factory whose lists
-// and watches select selector, with the event handler on(cluster, obj,
-// gone), and returns once each has listed what exists. what names the
-// watches in errors.
-func startWatches(ctx context.Context, what string, clusters map[string]*rest.Config, ns, selector string,
-	informer func(informers.SharedInformerFactory) toolscache.SharedIndexInformer, on func(cluster string, obj any, gone bool)) (*watches, error) {
-	wctx, cancel := context.WithCancel(context.Background())
-	w := &watches{cancel: cancel}
-	for _, name := range slices.Sorted(maps.Keys(clusters)) {
-		cs, err := kubernetes.NewForConfig(fastConfig(clusters[name]))
-		if err != nil {
-			w.stop()
-			return nil, fmt.Errorf("%s: cluster %s: %w", what, name, err)
-		}
-		f := informers.NewSharedInformerFactoryWithOptions(cs, 0,
-			informers.WithNamespace(ns),
-			informers.WithTweakListOptions(func(lo *metav1.ListOptions) { lo.LabelSelector = selector }))
-		if _, err := informer(f).AddEventHandler(toolscache.ResourceEventHandlerFuncs{
-			AddFunc:    func(obj any) { on(name, obj, false) },
-			UpdateFunc: func(_, obj any) { on(name, obj, false) },
-			DeleteFunc: func(obj any) { on(name, obj, true) },
-		}); err != nil {
-			w.stop()
-			return nil, fmt.Errorf("%s: cluster %s: %w", what, name, err)
-		}
-		f.Start(wctx.Done())
-		w.factories = append(w.factories, f)
-	}
-	sctx, cancelSync := context.WithTimeout(ctx, observerSyncTimeout)
-	defer cancelSync()
-	for _, f := range w.factories {
-		for typ, ok := range f.WaitForCacheSync(sctx.Done()) {
-			if !ok {
-				w.stop()
-				return nil, fmt.Errorf("%s: the watch of %v did not sync within %s", what, typ, observerSyncTimeout)
-			}
-		}
-	}
-	return w, nil
-}
-
-// stop ends the watches and waits for them.
-func (w *watches) stop() {
-	w.cancel()
-	for _, f := range w.factories {
-		f.Shutdown()
-	}
-}
 
 // observer watches the pods matching one label selector in one namespace
 // of several clusters with podwatch (informers of its own, every event
@@ -93,11 +27,7 @@ type observer struct{ *podwatch.Observer }
 //
 //nolint:unparam // The namespace is the caller's to choose; today every caller watches the benchmark's.
 func startObserver(ctx context.Context, clusters map[string]*rest.Config, ns, selector string) (*observer, error) {
-	fast := map[string]*rest.Config{}
-	for name, cfg := range clusters {
-		fast[name] = fastConfig(cfg)
-	}
-	o, err := podwatch.StartObserver(ctx, podwatch.Options{Members: fast, Namespace: ns, Selector: func(string) string { return selector }})
+	o, err := podwatch.StartObserver(ctx, podwatch.Options{Members: fastConfigs(clusters), Namespace: ns, Selector: func(string) string { return selector }})
 	if err != nil {
 		return nil, fmt.Errorf("observer: %w", err)
 	}
@@ -196,4 +126,13 @@ func fastConfig(cfg *rest.Config) *rest.Config {
 	c.QPS, c.Burst = 2000, 4000
 	c.UserAgent = "fedop-bench"
 	return c
+}
+
+// fastConfigs returns fastConfig of every config in cfgs, by the same names.
+func fastConfigs(cfgs map[string]*rest.Config) map[string]*rest.Config {
+	out := make(map[string]*rest.Config, len(cfgs))
+	for name, cfg := range cfgs {
+		out[name] = fastConfig(cfg)
+	}
+	return out
 }

@@ -36,7 +36,7 @@ type Options struct {
 // concurrently; a pod is a cache's object, never to be mutated.
 type Handler func(member string, pod *corev1.Pod, gone bool, at time.Time)
 
-// Watch is one pod informer per member, started and stopped together.
+// Watch is one informer per member, started and stopped together.
 type Watch struct {
 	factories []informers.SharedInformerFactory
 	cancel    context.CancelFunc
@@ -46,11 +46,26 @@ type Watch struct {
 // with the event's receive time, and returns once every one has listed
 // what exists (within SyncTimeout), or an error. Stop it with Stop.
 func StartWatch(ctx context.Context, opts Options, on Handler) (*Watch, error) {
+	return StartInformers(ctx, opts, func(f informers.SharedInformerFactory) toolscache.SharedIndexInformer {
+		return f.Core().V1().Pods().Informer()
+	}, func(member string, obj any, gone bool, at time.Time) {
+		if pod, ok := obj.(*corev1.Pod); ok {
+			on(member, pod, gone, at)
+		}
+	})
+}
+
+// StartInformers is StartWatch for another kind: per member, the informer
+// that informer takes from a factory scoped as opts says, calling on with
+// each event's object (a tombstone unwrapped) and receive time. The
+// benchmark watches EndpointSlices with it.
+func StartInformers(ctx context.Context, opts Options, informer func(informers.SharedInformerFactory) toolscache.SharedIndexInformer,
+	on func(member string, obj any, gone bool, at time.Time)) (*Watch, error) {
 	wctx, cancel := context.WithCancel(context.Background())
 	w := &Watch{cancel: cancel}
 	fail := func(member string, err error) (*Watch, error) {
 		w.Stop()
-		return nil, fmt.Errorf("pod watch of member %s: %w", member, err)
+		return nil, fmt.Errorf("watch of member %s: %w", member, err)
 	}
 	for _, member := range slices.Sorted(maps.Keys(opts.Members)) {
 		cs, err := kubernetes.NewForConfig(opts.Members[member])
@@ -68,11 +83,9 @@ func StartWatch(ctx context.Context, opts Options, on Handler) (*Watch, error) {
 			if tomb, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
 				obj = tomb.Obj
 			}
-			if pod, ok := obj.(*corev1.Pod); ok {
-				on(member, pod, gone, at)
-			}
+			on(member, obj, gone, at)
 		}
-		if _, err := f.Core().V1().Pods().Informer().AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		if _, err := informer(f).AddEventHandler(toolscache.ResourceEventHandlerFuncs{
 			AddFunc:    func(obj any) { handle(obj, false) },
 			UpdateFunc: func(_, obj any) { handle(obj, false) },
 			DeleteFunc: func(obj any) { handle(obj, true) },
@@ -88,7 +101,7 @@ func StartWatch(ctx context.Context, opts Options, on Handler) (*Watch, error) {
 		for _, ok := range f.WaitForCacheSync(sctx.Done()) {
 			if !ok {
 				w.Stop()
-				return nil, fmt.Errorf("pod watch: a member's list did not complete within %s: %w", SyncTimeout, context.Cause(sctx))
+				return nil, fmt.Errorf("watch: a member's list did not complete within %s: %w", SyncTimeout, context.Cause(sctx))
 			}
 		}
 	}
