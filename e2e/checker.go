@@ -96,7 +96,8 @@ type CheckerOptions struct {
 type Checker struct {
 	namespace, name string
 	cancel          context.CancelFunc
-	// watches counts the running caches; pods is the members' pod watch.
+	// watches counts the running host cache; pods is the members' pod
+	// watch.
 	watches sync.WaitGroup
 	pods    *podwatch.Watch
 
@@ -125,13 +126,18 @@ func StartChecker(ctx context.Context, opts CheckerOptions) (*Checker, error) {
 	if err != nil {
 		return fail(fmt.Errorf("checker: host cache: %w", err))
 	}
-	if err := c.watch(wctx, host, &v1alpha1.FederationCluster{}, toolscache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj any) { c.onSpec(obj, false) },
-		UpdateFunc: func(_, obj any) { c.onSpec(obj, false) },
-		DeleteFunc: func(obj any) { c.onSpec(obj, true) },
-	}); err != nil {
+	inf, err := host.GetInformer(wctx, &v1alpha1.FederationCluster{})
+	if err == nil {
+		_, err = inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+			AddFunc:    func(obj any) { c.onSpec(obj, false) },
+			UpdateFunc: func(_, obj any) { c.onSpec(obj, false) },
+			DeleteFunc: func(obj any) { c.onSpec(obj, true) },
+		})
+	}
+	if err != nil {
 		return fail(fmt.Errorf("checker: host: %w", err))
 	}
+	c.watches.Go(func() { _ = host.Start(wctx) })
 
 	pods, err := podwatch.StartWatch(ctx, podwatch.Options{
 		Members: opts.Members, Namespace: opts.Namespace,
@@ -154,19 +160,6 @@ func StartChecker(ctx context.Context, opts CheckerOptions) (*Checker, error) {
 		return fail(fmt.Errorf("checker: the host's watch did not sync within %s", checkerSyncTimeout))
 	}
 	return c, nil
-}
-
-// watch adds handler to ch's informer for obj and starts ch.
-func (c *Checker) watch(ctx context.Context, ch cache.Cache, obj client.Object, handler toolscache.ResourceEventHandler) error {
-	inf, err := ch.GetInformer(ctx, obj)
-	if err != nil {
-		return err
-	}
-	if _, err := inf.AddEventHandler(handler); err != nil {
-		return err
-	}
-	c.watches.Go(func() { _ = ch.Start(ctx) })
-	return nil
 }
 
 // Stop stops the checker's watches and waits for them. Report still works.
