@@ -174,6 +174,14 @@ func TestSteps(t *testing.T) {
 		after:     []string{AfterGone},
 		overheads: []time.Duration{50 * time.Millisecond},
 	}, {
+		name: "a pod of the same name in another member is no replacement",
+		recs: []Record{
+			old("a", "p0", 100), repl("b", "p0", 110, 120),
+			old("a", "p1", 200),
+		},
+		after:     []string{""},
+		overheads: []time.Duration{0},
+	}, {
 		name: "no replacement and not gone: an overlap",
 		recs: []Record{
 			old("a", "p0", 100),
