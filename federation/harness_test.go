@@ -555,7 +555,8 @@ func startChecker(t *testing.T, env *testenv.Federation, k *kubelet, ns string) 
 	}
 	selector := labels.SelectorFromSet(labels.Set{v1alpha1.LabelManagedBy: v1alpha1.ManagedBy, v1alpha1.LabelInstance: fcName})
 	var err error
-	c.watch, err = podwatch.StartWatch(t.Context(), podwatch.Options{Members: configs, Namespace: ns, Selector: func(string) string { return selector.String() }}, c.observe)
+	opts := podwatch.Options{Members: configs, Namespace: ns, Selector: func(string) string { return selector.String() }}
+	c.watch, err = podwatch.StartWatch(t.Context(), opts, c.observe)
 	require.NoError(t, err)
 	t.Cleanup(c.watch.Stop)
 	c.unsubscribe = k.subscribe(func(memberName string, pod *corev1.Pod) {
