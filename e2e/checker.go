@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math"
 	"slices"
-	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -22,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/fedop-io/fedop/api/v1alpha1"
+	"github.com/fedop-io/fedop/internal/podwatch"
 )
 
 // Scheme holds the Kubernetes types and fedop's: what the suite's clients
@@ -96,8 +96,10 @@ type CheckerOptions struct {
 type Checker struct {
 	namespace, name string
 	cancel          context.CancelFunc
-	// watches counts the running caches.
+	// watches counts the running host cache; pods is the members' pod
+	// watch.
 	watches sync.WaitGroup
+	pods    *podwatch.Watch
 
 	// mu guards l: handlers of several informers call in concurrently.
 	mu sync.Mutex
@@ -124,70 +126,49 @@ func StartChecker(ctx context.Context, opts CheckerOptions) (*Checker, error) {
 	if err != nil {
 		return fail(fmt.Errorf("checker: host cache: %w", err))
 	}
-	if err := c.watch(wctx, host, &v1alpha1.FederationCluster{}, toolscache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj any) { c.onSpec(obj, false) },
-		UpdateFunc: func(_, obj any) { c.onSpec(obj, false) },
-		DeleteFunc: func(obj any) { c.onSpec(obj, true) },
-	}); err != nil {
+	inf, err := host.GetInformer(wctx, &v1alpha1.FederationCluster{})
+	if err == nil {
+		_, err = inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+			AddFunc:    func(obj any) { c.onSpec(obj, false) },
+			UpdateFunc: func(_, obj any) { c.onSpec(obj, false) },
+			DeleteFunc: func(obj any) { c.onSpec(obj, true) },
+		})
+	}
+	if err != nil {
 		return fail(fmt.Errorf("checker: host: %w", err))
 	}
+	c.watches.Go(func() { _ = host.Start(wctx) })
 
-	caches := []cache.Cache{host}
-	names := make([]string, 0, len(opts.Members))
-	for name := range opts.Members {
-		names = append(names, name)
-	}
-	sort.Strings(names)
-	for _, name := range names {
-		mc, err := cache.New(opts.Members[name], cache.Options{
-			Scheme:            Scheme,
-			DefaultNamespaces: map[string]cache.Config{opts.Namespace: {}},
-			DefaultLabelSelector: labels.SelectorFromSet(labels.Set{
+	pods, err := podwatch.StartWatch(ctx, podwatch.Options{
+		Members: opts.Members, Namespace: opts.Namespace,
+		Selector: func(member string) string {
+			return labels.SelectorFromSet(labels.Set{
 				v1alpha1.LabelManagedBy: v1alpha1.ManagedBy,
 				v1alpha1.LabelInstance:  opts.Name,
-				v1alpha1.LabelMember:    name,
-			}),
-		})
-		if err != nil {
-			return fail(fmt.Errorf("checker: member %s cache: %w", name, err))
-		}
-		if err := c.watch(wctx, mc, &corev1.Pod{}, toolscache.ResourceEventHandlerFuncs{
-			AddFunc:    func(obj any) { c.onPod(name, obj, false) },
-			UpdateFunc: func(_, obj any) { c.onPod(name, obj, false) },
-			DeleteFunc: func(obj any) { c.onPod(name, obj, true) },
-		}); err != nil {
-			return fail(fmt.Errorf("checker: member %s: %w", name, err))
-		}
-		caches = append(caches, mc)
+				v1alpha1.LabelMember:    member,
+			}).String()
+		},
+	}, c.onPod)
+	if err != nil {
+		return fail(fmt.Errorf("checker: %w", err))
 	}
+	c.pods = pods
 
 	sctx, cancelSync := context.WithTimeout(ctx, checkerSyncTimeout)
 	defer cancelSync()
-	for _, ch := range caches {
-		if !ch.WaitForCacheSync(sctx) {
-			return fail(fmt.Errorf("checker: a watch did not sync within %s", checkerSyncTimeout))
-		}
+	if !host.WaitForCacheSync(sctx) {
+		return fail(fmt.Errorf("checker: the host's watch did not sync within %s", checkerSyncTimeout))
 	}
 	return c, nil
-}
-
-// watch adds handler to ch's informer for obj and starts ch.
-func (c *Checker) watch(ctx context.Context, ch cache.Cache, obj client.Object, handler toolscache.ResourceEventHandler) error {
-	inf, err := ch.GetInformer(ctx, obj)
-	if err != nil {
-		return err
-	}
-	if _, err := inf.AddEventHandler(handler); err != nil {
-		return err
-	}
-	c.watches.Go(func() { _ = ch.Start(ctx) })
-	return nil
 }
 
 // Stop stops the checker's watches and waits for them. Report still works.
 func (c *Checker) Stop() {
 	c.cancel()
 	c.watches.Wait()
+	if c.pods != nil {
+		c.pods.Stop()
+	}
 }
 
 func (c *Checker) onSpec(obj any, gone bool) {
@@ -204,15 +185,7 @@ func (c *Checker) onSpec(obj any, gone bool) {
 	c.l.spec(fc.Generation, &fc.Spec, gone || fc.DeletionTimestamp != nil, at)
 }
 
-func (c *Checker) onPod(member string, obj any, gone bool) {
-	at := time.Now()
-	if tomb, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
-		obj = tomb.Obj
-	}
-	pod, ok := obj.(*corev1.Pod)
-	if !ok {
-		return
-	}
+func (c *Checker) onPod(member string, pod *corev1.Pod, gone bool, at time.Time) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.l.pod(member, pod, gone, at)
@@ -439,38 +412,24 @@ type ledger struct {
 	// highest generation any host event showed.
 	appliedGen, seenGen int64
 
-	// pods holds every pod instance seen, by UID, gone ones included:
-	// steps are matched against them.
-	pods map[types.UID]*podRecord
+	// pods holds every pod instance seen, gone ones included: steps are
+	// matched against them.
+	pods *podwatch.Set
 
-	unavailable, maxUnavailable int
-	disrupted, maxDisrupted     int
-	maxAt, maxDisruptedAt       time.Time
-	windowStart                 time.Time
-	duplicates                  []string
-	deletions                   []Deletion
-	steps                       []Step
-	overlaps                    []string
-	history                     []Event
-}
-
-type podRecord struct {
-	member, component, name string
-	uid                     types.UID
-	firstSeen               time.Time
-	ready                   bool
-	// readyAt is when the instance was first seen Ready; unreadyAt when it
-	// was last seen turning not Ready by itself (not being deleted).
-	readyAt, unreadyAt time.Time
-	// deletedAt is when its deletion was first seen; goneAt when its
-	// delete event came.
-	deletedAt, goneAt time.Time
+	unavailable, disrupted podwatch.Gauge
+	windowStart            time.Time
+	duplicates             []string
+	deletions              []Deletion
+	steps                  []Step
+	overlaps               []string
+	history                []Event
 }
 
 func newLedger(now time.Time) *ledger {
 	return &ledger{
 		desired: map[string]int{}, highWater: map[string]int{}, external: map[string]bool{}, excused: map[string]bool{},
-		pods: map[types.UID]*podRecord{}, windowStart: now, maxAt: now, maxDisruptedAt: now,
+		pods: podwatch.NewSet(), windowStart: now,
+		unavailable: podwatch.Gauge{MaxAt: now}, disrupted: podwatch.Gauge{MaxAt: now},
 	}
 }
 
@@ -483,6 +442,9 @@ func desiredOf(spec *v1alpha1.FederationClusterSpec) map[string]int {
 	}
 	return out
 }
+
+// placement returns the member/component key of r.
+func placement(r *podwatch.Record) string { return r.Member + "/" + r.Labels[v1alpha1.LabelComponent] }
 
 // spec records a host event of the FederationCluster: generation gen with
 // spec, deleting when it is being deleted or gone.
@@ -498,8 +460,7 @@ func (l *ledger) spec(gen int64, spec *v1alpha1.FederationClusterSpec, deleting 
 	default:
 		return
 	}
-	l.evaluate(at)
-	l.record(Event{At: at, Kind: eventKindSpec, Unavailable: l.unavailable})
+	l.change(at, eventKindSpec, nil)
 }
 
 // External notes the test's own deletion of name in member (see
@@ -517,79 +478,78 @@ func (l *ledger) expect(spec *v1alpha1.FederationClusterSpec, at time.Time) {
 		l.setDesired(desiredOf(spec))
 		l.appliedGen = l.seenGen + 1
 	}
-	l.evaluate(at)
-	l.record(Event{At: at, Kind: eventKindSpec, Unavailable: l.unavailable})
+	l.change(at, eventKindSpec, nil)
 }
 
 // pod records an event of pod in member; gone for its delete event.
 func (l *ledger) pod(member string, pod *corev1.Pod, gone bool, at time.Time) {
-	before, disruptedBefore := l.unavailable, l.disrupted
-	rec := l.pods[pod.UID]
-	if rec == nil {
-		rec = &podRecord{member: member, component: pod.Labels[v1alpha1.LabelComponent], name: pod.Name, uid: pod.UID, firstSeen: at}
-		l.pods[pod.UID] = rec
+	before, disruptedBefore := l.unavailable.Now, l.disrupted.Now
+	wasReady := false
+	if r := l.pods.Get(pod.UID); r != nil {
+		wasReady = r.Ready
+	}
+	rec, ch := l.pods.Observe(member, pod, gone, at)
+	key := member + "/" + pod.Name
+	if ch&podwatch.Created != 0 {
 		l.checkDuplicate(rec, at)
 		l.change(at, "created", rec)
 	}
-	if !rec.goneAt.IsZero() {
-		return // an event that lost the race with the delete event
-	}
-	key := member + "/" + pod.Name
-	if ready := !gone && podIsReady(pod); ready != rec.ready && !gone {
-		rec.ready = ready
-		if ready && rec.readyAt.IsZero() {
-			rec.readyAt = at
-		}
-		switch {
-		case ready:
-			delete(l.excused, key) // up again
-		case pod.DeletionTimestamp == nil:
+	switch {
+	case ch&podwatch.BecameReady != 0:
+		delete(l.excused, key) // up again
+		l.change(at, "ready", rec)
+	case ch&podwatch.BecameUnready != 0:
+		if pod.DeletionTimestamp == nil {
 			l.excused[key] = true // down by itself
-			rec.unreadyAt = at
 		}
-		l.change(at, map[bool]string{true: "ready", false: "unready"}[ready], rec)
+		l.change(at, "unready", rec)
 	}
-	if (gone || pod.DeletionTimestamp != nil) && rec.deletedAt.IsZero() {
-		rec.deletedAt = at
+	if ch&podwatch.Deleted != 0 {
 		d := Deletion{Member: member, Pod: pod.Name, UID: pod.UID, At: at, UnavailableBefore: before, External: l.external[key]}
 		d.DisruptedBefore = disruptedBefore
-		d.Unavailable = !rec.ready || rec.unreadyAt.After(l.lastDeletionAt())
-		if !rec.ready && !l.excused[key] && d.DisruptedBefore > 0 {
+		ready := rec.Ready || (gone && wasReady)
+		since := l.windowStart
+		if last, ok := l.lastDeletion(); ok {
+			since = last.At
+		}
+		d.Unavailable = !ready || rec.UnreadyAt.After(since)
+		if !ready && !l.excused[key] && d.DisruptedBefore > 0 {
 			d.DisruptedBefore-- // the victim was down already
 		}
 		if d.External {
 			delete(l.external, key)
-			if rec.ready {
+			if ready {
 				l.excused[key] = true
 			}
 		} else {
-			l.step(d, at)
+			l.step(d, rec)
 		}
 		l.deletions = append(l.deletions, d)
 		l.change(at, "deleted", rec)
 	}
-	if gone {
-		rec.goneAt, rec.ready = at, false
+	if ch&podwatch.Gone != 0 {
 		l.change(at, "gone", rec)
 	}
 }
 
-// change re-evaluates and records an event about rec.
-func (l *ledger) change(at time.Time, kind string, rec *podRecord) {
+// change re-evaluates and records an event of kind about rec (nil for a
+// spec change).
+func (l *ledger) change(at time.Time, kind string, rec *podwatch.Record) {
 	l.evaluate(at)
-	l.record(Event{At: at, Kind: kind, Member: rec.member, Pod: rec.name, Unavailable: l.unavailable})
-}
-
-func (l *ledger) record(e Event) {
-	if len(l.history) < maxHistory {
-		l.history = append(l.history, e)
+	if len(l.history) == maxHistory {
+		return
 	}
+	e := Event{At: at, Kind: kind, Unavailable: l.unavailable.Now}
+	if rec != nil {
+		e.Member, e.Pod = rec.Member, rec.Name
+	}
+	l.history = append(l.history, e)
 }
 
 // setDesired replaces the desired counts; a placement whose count changes
 // starts its high-water mark again from what it has available now.
 func (l *ledger) setDesired(desired map[string]int) {
-	available := l.available()
+	available := l.pods.Available(placement)
 	for key, want := range desired {
 		if old, ok := l.desired[key]; !ok || old != want {
 			l.highWater[key] = available[key]
@@ -598,27 +558,16 @@ func (l *ledger) setDesired(desired map[string]int) {
 	l.desired = desired
 }
 
-// available counts, by member/component, the pods Ready and not going.
-func (l *ledger) available() map[string]int {
-	available := map[string]int{}
-	for _, r := range l.pods {
-		if r.ready && r.deletedAt.IsZero() && r.goneAt.IsZero() {
-			available[r.member+"/"+r.component]++
-		}
-	}
-	return available
-}
-
 // evaluate recomputes the unavailable and disrupted counts and their
 // maxima.
 func (l *ledger) evaluate(at time.Time) {
-	available := l.available()
-	excused := map[string]int{}
+	available := l.pods.Available(placement)
+	excused, recs := map[string]int{}, l.pods.Records()
 	for key := range l.excused {
 		member, name, _ := strings.Cut(key, "/")
-		for _, r := range l.pods {
-			if r.member == member && r.name == name {
-				excused[member+"/"+r.component]++
+		for _, r := range recs {
+			if r.Member == member && r.Name == name {
+				excused[placement(&r)]++
 				break
 			}
 		}
@@ -626,43 +575,39 @@ func (l *ledger) evaluate(at time.Time) {
 	u, d := 0, 0
 	for key, want := range l.desired {
 		l.highWater[key] = max(l.highWater[key], available[key])
-		short := max(0, min(want, l.highWater[key])-available[key])
+		short := podwatch.Shortfall(map[string]int{key: min(want, l.highWater[key])}, available)
 		u += short
 		d += max(0, short-excused[key])
 	}
-	l.unavailable, l.disrupted = u, d
-	if u > l.maxUnavailable {
-		l.maxUnavailable, l.maxAt = u, at
-	}
-	if d > l.maxDisrupted {
-		l.maxDisrupted, l.maxDisruptedAt = d, at
-	}
+	l.unavailable.Set(u, at)
+	l.disrupted.Set(d, at)
 }
 
 // checkDuplicate records rec, just seen, if another live pod has its name
 // in another member.
-func (l *ledger) checkDuplicate(rec *podRecord, at time.Time) {
-	for _, r := range l.pods {
-		if r != rec && r.name == rec.name && r.member != rec.member && r.goneAt.IsZero() {
-			l.duplicates = append(l.duplicates, fmt.Sprintf("%s: pod %s lives in %s and %s", at.Format("15:04:05.000"), rec.name, r.member, rec.member))
+func (l *ledger) checkDuplicate(rec *podwatch.Record, at time.Time) {
+	for _, r := range l.pods.Records() {
+		if r.UID != rec.UID && r.Name == rec.Name && r.Member != rec.Member && r.GoneAt.IsZero() {
+			l.duplicates = append(l.duplicates, fmt.Sprintf("%s: pod %s lives in %s and %s", at.Format("15:04:05.000"), rec.Name, r.Member, rec.Member))
 		}
 	}
 }
 
 func (l *ledger) reset(at time.Time) {
-	l.maxUnavailable, l.maxAt, l.windowStart = l.unavailable, at, at
-	l.maxDisrupted, l.maxDisruptedAt = l.disrupted, at
+	l.unavailable.Reset(at)
+	l.disrupted.Reset(at)
+	l.windowStart = at
 	l.deletions, l.steps, l.overlaps, l.history, l.duplicates = nil, nil, nil, nil, nil
 }
 
 func (l *ledger) report(now time.Time) Report {
 	r := Report{
 		Window:           now.Sub(l.windowStart),
-		Unavailable:      l.unavailable,
-		MaxUnavailable:   l.maxUnavailable,
-		MaxUnavailableAt: l.maxAt,
-		MaxDisrupted:     l.maxDisrupted,
-		MaxDisruptedAt:   l.maxDisruptedAt,
+		Unavailable:      l.unavailable.Now,
+		MaxUnavailable:   l.unavailable.Max,
+		MaxUnavailableAt: l.unavailable.MaxAt,
+		MaxDisrupted:     l.disrupted.Max,
+		MaxDisruptedAt:   l.disrupted.MaxAt,
 		Duplicates:       slices.Clone(l.duplicates),
 		Deletions:        slices.Clone(l.deletions),
 		Steps:            slices.Clone(l.steps),
@@ -675,76 +620,39 @@ func (l *ledger) report(now time.Time) Report {
 	return r
 }
 
-// step records, when deletion to is seen at at, how it follows the
-// window's previous deletion: a step, with its overhead, if the previous
-// step had ended, else an overlap. It is decided with what is known at
-// that moment, so that a pod created later with the same name (a scale-out
-// reusing an ordinal) is not mistaken for a replacement. The previous step
-// ended when its replacement (a new instance with the same member and name,
-// seen since) became Ready; with no replacement seen, when the pod was gone
-// and its placement was not short of available pods (a scale-in's surplus
-// pod, or a pod no longer desired).
-func (l *ledger) step(to Deletion, at time.Time) {
-	var from Deletion
-	found := false
-	for i := len(l.deletions) - 1; i >= 0; i-- {
-		if !l.deletions[i].External {
-			from, found = l.deletions[i], true
-			break
-		}
-	}
-	if !found {
+// step records, when deletion to of rec is seen, how it follows the
+// window's previous deletion by fedop: a step, with its overhead, if the
+// previous step had ended (podwatch.StepOf, decided with what is known at
+// that moment), else an overlap. A step that ended with its pod gone and
+// no replacement counts only if its placement is not short of available
+// pods (a scale-in's surplus pod, or a pod no longer desired).
+func (l *ledger) step(to Deletion, rec *podwatch.Record) {
+	from, ok := l.lastDeletion()
+	if !ok {
 		return
 	}
-	var repl *podRecord
-	for _, r := range l.pods {
-		if r.member == from.Member && r.name == from.Pod && r.uid != from.UID && !r.firstSeen.Before(from.At) {
-			if repl == nil || r.firstSeen.Before(repl.firstSeen) {
-				repl = r
-			}
-		}
+	s := podwatch.StepOf(l.pods.Records(), *l.pods.Get(from.UID), *rec)
+	if s.After == podwatch.AfterReady || (s.After == podwatch.AfterGone && !l.short(&s.Prev)) {
+		l.steps = append(l.steps, Step{From: from, To: to, Overhead: s.Overhead, After: s.After})
+		return
 	}
-	old := l.pods[from.UID]
-	switch {
-	case repl != nil && !repl.readyAt.IsZero():
-		l.steps = append(l.steps, Step{From: from, To: to, Overhead: at.Sub(repl.readyAt), After: "ready"})
-	case repl == nil && old != nil && !old.goneAt.IsZero() && !l.short(old.member, old.component):
-		l.steps = append(l.steps, Step{From: from, To: to, Overhead: at.Sub(old.goneAt), After: "gone"})
-	default:
-		l.overlaps = append(l.overlaps, fmt.Sprintf("%s deleted at %s, before the step of %s ended", to, at.Format("15:04:05.000"), from))
-	}
+	l.overlaps = append(l.overlaps, fmt.Sprintf("%s deleted at %s, before the step of %s ended", to, to.At.Format("15:04:05.000"), from))
 }
 
-// lastDeletionAt is when fedop's last deletion so far was seen, or the
-// window's start if there was none.
-func (l *ledger) lastDeletionAt() time.Time {
+// lastDeletion returns fedop's last deletion in the window, if any.
+func (l *ledger) lastDeletion() (Deletion, bool) {
 	for i := len(l.deletions) - 1; i >= 0; i-- {
 		if !l.deletions[i].External {
-			return l.deletions[i].At
+			return l.deletions[i], true
 		}
 	}
-	return l.windowStart
+	return Deletion{}, false
 }
 
-// short reports whether member's placement of component has fewer
-// available pods than desired.
-func (l *ledger) short(member, component string) bool {
-	n := 0
-	for _, r := range l.pods {
-		if r.member == member && r.component == component && r.ready && r.deletedAt.IsZero() && r.goneAt.IsZero() {
-			n++
-		}
-	}
-	return n < l.desired[member+"/"+component]
-}
-
-func podIsReady(pod *corev1.Pod) bool {
-	for _, c := range pod.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
+// short reports whether r's placement has fewer available pods than
+// desired.
+func (l *ledger) short(r *podwatch.Record) bool {
+	return l.pods.Available(placement)[placement(r)] < l.desired[placement(r)]
 }
 
 // FormatHistory returns the events of h, one per line, for a test log.

@@ -43,10 +43,10 @@ func twoPodSpec(replicasA, replicasB int32) *v1alpha1.FederationClusterSpec {
 func TestLedgerRollingUpgrade(t *testing.T) {
 	l := newLedger(at(0))
 	l.spec(1, twoPodSpec(1, 1), false, at(0))
-	assert.Equal(t, 0, l.unavailable, "nothing exists yet: no replica was ever up")
+	assert.Equal(t, 0, l.unavailable.Now, "nothing exists yet: no replica was ever up")
 	l.pod("a", testPod("x-pd-0", "a0", true, false), false, at(1))
 	l.pod("b", testPod("x-pd-1", "b1", true, false), false, at(2))
-	require.Equal(t, 0, l.unavailable)
+	require.Equal(t, 0, l.unavailable.Now)
 	l.reset(at(3))
 
 	// Step 1: a's pod replaced; Ready at 1000.
@@ -149,13 +149,13 @@ func TestLedgerScaleOutThenUpgrade(t *testing.T) {
 	l.pod("a", testPod("x-pd-0", "a0", true, false), false, at(1))
 	l.reset(at(2))
 	l.expect(twoPodSpec(3, 0), at(10))
-	assert.Equal(t, 0, l.unavailable, "two pods to add")
+	assert.Equal(t, 0, l.unavailable.Now, "two pods to add")
 	l.pod("a", testPod("x-pd-1", "a1", false, false), false, at(20))
 	l.pod("a", testPod("x-pd-1", "a1", true, false), false, at(30))
 	l.pod("a", testPod("x-pd-2", "a2", true, false), false, at(40))
 	// Now every replica was up: losing one counts.
 	l.pod("a", testPod("x-pd-2", "a2", true, true), false, at(50))
-	assert.Equal(t, 1, l.unavailable)
+	assert.Equal(t, 1, l.unavailable.Now)
 	l.pod("a", testPod("x-pd-1", "a1", true, true), false, at(60))
 	assert.Equal(t, 2, l.report(at(70)).MaxUnavailable)
 }
@@ -209,13 +209,13 @@ func TestLedgerExcusesWhatFedopDidNotDo(t *testing.T) {
 
 	// a1 crashes (not Ready, not deleted): excused.
 	l.pod("a", testPod("x-pd-1", "a1", false, false), false, at(10))
-	assert.Equal(t, 1, l.unavailable)
-	assert.Equal(t, 0, l.disrupted)
+	assert.Equal(t, 1, l.unavailable.Now)
+	assert.Equal(t, 0, l.disrupted.Now)
 	// The test deletes b2, announced: excused, and not fedop's deletion.
 	l.External("b", "x-pd-2")
 	l.pod("b", testPod("x-pd-2", "b2", true, true), false, at(20))
-	assert.Equal(t, 2, l.unavailable)
-	assert.Equal(t, 0, l.disrupted)
+	assert.Equal(t, 2, l.unavailable.Now)
+	assert.Equal(t, 0, l.disrupted.Now)
 	// fedop replaces the crashed pod: it was down already, costs nothing.
 	l.pod("a", testPod("x-pd-1", "a1", false, true), false, at(30))
 	// fedop deletes a0 while b2 is still down: that counts.

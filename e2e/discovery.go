@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/fedop-io/fedop/api/v1alpha1"
+	"github.com/fedop-io/fedop/internal/podwatch"
 )
 
 // SliceWatch measures discovery for one FederationCluster: how long after
@@ -221,7 +222,7 @@ func (w *SliceWatch) onPod(obj any, gone bool) {
 		slices.Sort(want.addresses)
 		want.listed = len(want.addresses) > 0
 		if want.listed {
-			want.serving, want.terminating = podIsReady(pod), pod.DeletionTimestamp != nil
+			want.serving, want.terminating = podwatch.Ready(pod), pod.DeletionTimestamp != nil
 		}
 	}
 	w.mu.Lock()
@@ -443,7 +444,7 @@ func expectedEndpoint(pod *corev1.Pod, local bool) discoveryv1.Endpoint {
 		Addresses: []string{pod.Status.PodIP},
 		Hostname:  ptr.To(pod.Name),
 		Conditions: discoveryv1.EndpointConditions{
-			Ready: ptr.To(true), Serving: ptr.To(podIsReady(pod)), Terminating: ptr.To(pod.DeletionTimestamp != nil),
+			Ready: ptr.To(true), Serving: ptr.To(podwatch.Ready(pod)), Terminating: ptr.To(pod.DeletionTimestamp != nil),
 		},
 	}
 	if z := cmp.Or(pod.Labels[corev1.LabelTopologyZone], pod.Spec.NodeSelector[corev1.LabelTopologyZone]); z != "" {

@@ -26,6 +26,7 @@ import (
 
 	"github.com/fedop-io/fedop/api/v1alpha1"
 	"github.com/fedop-io/fedop/e2e/etcdcheck"
+	"github.com/fedop-io/fedop/internal/podwatch"
 )
 
 // The etcd scenarios (make e2e-etcd): fedop runs a real five-member etcd
@@ -434,7 +435,7 @@ func TestEtcd(t *testing.T) {
 		require.NoError(t, s.memberClient(b).Delete(t.Context(), &before))
 		require.Eventually(t, func() bool {
 			p, ok := s.livePods(t)[b+"/etcd-etcd-2"]
-			return ok && p.UID != before.UID && podIsReady(&p)
+			return ok && p.UID != before.UID && podwatch.Ready(&p)
 		}, etcdSettle, poll, "etcd-etcd-2 did not come back")
 		s.settleWithin(etcdSettle)
 		rep := run.stop()

@@ -31,6 +31,7 @@ import (
 
 	"github.com/fedop-io/fedop/api/v1alpha1"
 	"github.com/fedop-io/fedop/federation"
+	"github.com/fedop-io/fedop/internal/podwatch"
 	"github.com/fedop-io/fedop/member"
 )
 
@@ -336,7 +337,7 @@ func (s *scenario) assertPodsMatchSpec(t assert.TestingT, fc *v1alpha1.Federatio
 					continue
 				}
 				n++
-				assert.True(t, podIsReady(&pod), "%s is not Ready", key)
+				assert.True(t, podwatch.Ready(&pod), "%s is not Ready", key)
 				assert.Nil(t, pod.DeletionTimestamp, "%s is terminating", key)
 				assert.Equal(t, rev, pod.Labels[v1alpha1.LabelRevision], "revision of %s", key)
 				assert.Equal(t, tmpl.Spec.Containers[0].Image, pod.Spec.Containers[0].Image, "image of %s", key)

@@ -22,6 +22,7 @@ import (
 
 	"github.com/fedop-io/fedop/api/v1alpha1"
 	"github.com/fedop-io/fedop/federation"
+	"github.com/fedop-io/fedop/internal/podwatch"
 )
 
 // Scenarios of the Safe steps and Freshness issues: what a database needs
@@ -103,7 +104,7 @@ func TestScenario12PodsKeepTheirNames(t *testing.T) {
 			pod, ok := s.livePods(c)[key]
 			require.True(c, ok, "%s did not come back", key)
 			assert.NotEqual(c, before[key].UID, pod.UID)
-			assert.True(c, podIsReady(&pod), "%s is not Ready", key)
+			assert.True(c, podwatch.Ready(&pod), "%s is not Ready", key)
 		}, settleTimeout, poll)
 	}
 	s.settle()

@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/fedop-io/fedop/api/v1alpha1"
+	"github.com/fedop-io/fedop/internal/podwatch"
 )
 
 // claimsOf returns fedop's claims of the scenario in every member, by
@@ -127,7 +128,7 @@ func TestScenario17ClaimsFollowTheirPods(t *testing.T) {
 	s.kill(b, n+"-tikv-2")
 	require.Eventually(t, func() bool {
 		p, ok := s.livePods(t)[b+"/"+n+"-tikv-2"]
-		return ok && p.UID != before.UID && podIsReady(&p)
+		return ok && p.UID != before.UID && podwatch.Ready(&p)
 	}, waitTimeout, poll, "tikv-2 was not created again")
 	s.settle()
 

@@ -23,6 +23,7 @@ import (
 
 	"github.com/fedop-io/fedop/api/v1alpha1"
 	"github.com/fedop-io/fedop/federation"
+	"github.com/fedop-io/fedop/internal/podwatch"
 	"github.com/fedop-io/fedop/member"
 )
 
@@ -343,7 +344,7 @@ func TestScenario05KillManager(t *testing.T) {
 			return true
 		}
 		for _, p := range pods {
-			if !podIsReady(&p) || p.DeletionTimestamp != nil || !strings.HasSuffix(p.Spec.Containers[0].Image, ":"+tag()) {
+			if !podwatch.Ready(&p) || p.DeletionTimestamp != nil || !strings.HasSuffix(p.Spec.Containers[0].Image, ":"+tag()) {
 				return true
 			}
 		}
@@ -426,7 +427,7 @@ func TestScenario06MemberDown(t *testing.T) {
 	s.uncordon(a, "a")
 	require.EventuallyWithT(t, func(c *assert.CollectT) {
 		pod := s.livePodsIn(c, a)[first]
-		assert.True(c, podIsReady(&pod), "%s is not Ready", first)
+		assert.True(c, podwatch.Ready(&pod), "%s is not Ready", first)
 		fc := s.get(c)
 		require.NotNil(c, fc.Status.Operation)
 		assert.Empty(c, fc.Status.Operation.Pod, "the first step is not complete")

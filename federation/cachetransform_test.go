@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/fedop-io/fedop/api/v1alpha1"
+	"github.com/fedop-io/fedop/internal/podwatch"
 )
 
 func TestTrimPod(t *testing.T) {
@@ -43,7 +44,7 @@ func TestTrimPod(t *testing.T) {
 	pod := out.(*corev1.Pod)
 
 	// What observe and the planner read is kept.
-	ready, since := podReady(pod)
+	ready, since := podwatch.ReadySince(pod)
 	assert.True(t, ready)
 	assert.Equal(t, now.Time, since)
 	assert.Equal(t, full.Labels, pod.Labels)

@@ -24,6 +24,7 @@ import (
 
 	"github.com/fedop-io/fedop/api/v1alpha1"
 	"github.com/fedop-io/fedop/federation/rollout"
+	"github.com/fedop-io/fedop/internal/podwatch"
 )
 
 // This file is discovery: every pod of a FederationCluster resolvable by
@@ -170,7 +171,7 @@ func podEndpoints(fc *v1alpha1.FederationCluster, component string, pod *corev1.
 	if z := pod.Labels[corev1.LabelTopologyZone]; z != "" {
 		zone = z
 	}
-	serving, _ := podReady(pod)
+	serving, _ := podwatch.ReadySince(pod)
 	out := map[discoveryv1.AddressType]discoveryv1.Endpoint{}
 	for _, s := range ips {
 		ip := net.ParseIP(s)

@@ -18,6 +18,7 @@ import (
 
 	"github.com/fedop-io/fedop/api/v1alpha1"
 	"github.com/fedop-io/fedop/e2e"
+	"github.com/fedop-io/fedop/internal/podwatch"
 	"github.com/fedop-io/fedop/internal/testenv"
 )
 
@@ -130,7 +131,7 @@ func replace(t *testing.T, env *testenv.Federation, ns, member, name string) {
 		pod, ok := memberPods(c, env, ns)[key]
 		require.True(c, ok, "%s did not come back", key)
 		assert.NotEqual(c, before.UID, pod.UID)
-		assert.True(c, podReady(&pod), "%s is not Ready", key)
+		assert.True(c, podwatch.Ready(&pod), "%s is not Ready", key)
 	}, wait, tick)
 }
 

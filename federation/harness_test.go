@@ -23,7 +23,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
-	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
@@ -35,6 +35,7 @@ import (
 
 	"github.com/fedop-io/fedop/api/v1alpha1"
 	"github.com/fedop-io/fedop/federation"
+	"github.com/fedop-io/fedop/internal/podwatch"
 	"github.com/fedop-io/fedop/internal/testenv"
 	"github.com/fedop-io/fedop/member"
 )
@@ -312,7 +313,7 @@ type kubelet struct {
 	ctx     context.Context
 	cancel  context.CancelFunc
 	clients map[string]client.Client
-	caches  sync.WaitGroup
+	pods    *podwatch.Watch
 	// timers counts the scheduled and running status updates.
 	timers sync.WaitGroup
 	// ips counts the pod IPs handed out.
@@ -338,46 +339,16 @@ func startKubelet(env *testenv.Federation) (*kubelet, error) {
 		subscribers: map[int]func(string, *corev1.Pod){},
 	}
 	// Every client is in place before the first informer can call back.
+	configs := map[string]*rest.Config{}
 	for _, m := range env.Members {
-		k.clients[m.Name] = m.Client
+		k.clients[m.Name], configs[m.Name] = m.Client, m.Config
 	}
-	for _, m := range env.Members {
-		name := m.Name
-		err := startPodInformer(ctx, &k.caches, m, "", toolscache.ResourceEventHandlerFuncs{
-			AddFunc:    func(obj any) { k.observe(name, obj) },
-			UpdateFunc: func(_, obj any) { k.observe(name, obj) },
-		})
-		if err != nil {
-			k.stop()
-			return nil, err
-		}
+	var err error
+	if k.pods, err = podwatch.StartWatch(ctx, podwatch.Options{Members: configs}, k.observe); err != nil {
+		k.stop()
+		return nil, err
 	}
 	return k, nil
-}
-
-// startPodInformer starts a cache of m's pods (in namespace ns, all when
-// empty) with handler added, and waits for it to sync.
-func startPodInformer(ctx context.Context, wg *sync.WaitGroup, m *testenv.Cluster, ns string, handler toolscache.ResourceEventHandler) error {
-	opts := cache.Options{Scheme: scheme}
-	if ns != "" {
-		opts.DefaultNamespaces = map[string]cache.Config{ns: {}}
-	}
-	c, err := cache.New(m.Config, opts)
-	if err != nil {
-		return err
-	}
-	inf, err := c.GetInformer(ctx, &corev1.Pod{})
-	if err != nil {
-		return err
-	}
-	if _, err := inf.AddEventHandler(handler); err != nil {
-		return err
-	}
-	wg.Go(func() { _ = c.Start(ctx) })
-	if !c.WaitForCacheSync(ctx) {
-		return fmt.Errorf("the pod cache of %s did not sync", m.Name)
-	}
-	return nil
 }
 
 func (k *kubelet) stop() {
@@ -385,17 +356,21 @@ func (k *kubelet) stop() {
 	k.stopped = true
 	k.mu.Unlock()
 	k.cancel()
-	k.caches.Wait()
+	if k.pods != nil {
+		k.pods.Stop()
+	}
 	k.timers.Wait()
 }
 
-func (k *kubelet) observe(memberName string, obj any) {
-	pod, ok := obj.(*corev1.Pod)
-	if ok && pod.DeletionTimestamp != nil {
+func (k *kubelet) observe(memberName string, pod *corev1.Pod, gone bool, _ time.Time) {
+	if gone {
+		return
+	}
+	if pod.DeletionTimestamp != nil {
 		k.finishTermination(memberName, pod)
 		return
 	}
-	if !ok || podReady(pod) {
+	if podwatch.Ready(pod) {
 		return
 	}
 	k.mu.Lock()
@@ -447,7 +422,7 @@ func (k *kubelet) markReady(memberName string, key types.NamespacedName, uid typ
 	for attempt := 0; attempt < 50 && k.ctx.Err() == nil; attempt++ {
 		var pod corev1.Pod
 		err := c.Get(k.ctx, key, &pod)
-		if apierrors.IsNotFound(err) || (err == nil && (pod.UID != uid || podReady(&pod) || pod.DeletionTimestamp != nil)) {
+		if apierrors.IsNotFound(err) || (err == nil && (pod.UID != uid || podwatch.Ready(&pod) || pod.DeletionTimestamp != nil)) {
 			return
 		}
 		if err == nil {
@@ -543,36 +518,24 @@ func (k *kubelet) hold(t *testing.T, ns, name string) (release func()) {
 	return release
 }
 
-func podReady(pod *corev1.Pod) bool {
-	for _, c := range pod.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
-}
-
 // checker watches the pods of one FederationCluster in every member with
 // its own informers (not fedop's caches, not fedop's status) and keeps,
-// at every event, unavailable = sum over placements of max(0, desired -
-// Ready and not terminating pods). It records the maximum, the unavailable
-// count just before each deletion, and the order of pod lifecycle events.
+// at every event, unavailable = podwatch.Shortfall(desired, available) by
+// member/component, available being the pods Ready and not terminating.
+// It records the maximum, the unavailable count just before each deletion,
+// and the order of pod lifecycle events. A kubelet notice counts a pod
+// Ready as soon as the API server accepted it, whatever the watch's lag;
+// so readiness only goes one way (podwatch.Set.KeepReady).
 type checker struct {
-	ns, name    string
-	cancel      context.CancelFunc
-	informers   sync.WaitGroup
+	watch       *podwatch.Watch
 	unsubscribe func()
 
 	// mu guards everything below.
 	mu sync.Mutex
 	// desired is replicas by member/component.
-	desired map[string]int
-	pods    map[types.UID]*checkedPod
-	// gone holds instances seen deleted: a late kubelet notice must not
-	// bring them back.
-	gone                  map[types.UID]bool
-	unavailable           int
-	maxUnavailable        int
+	desired               map[string]int
+	pods                  *podwatch.Set
+	unavailable           podwatch.Gauge
 	deletions             []string
 	deletionTimes         []time.Time
 	unavailableAtDeletion []int
@@ -580,112 +543,56 @@ type checker struct {
 	history []string
 }
 
-type checkedPod struct {
-	member, component, name string
-	ready, terminating      bool
-}
-
 // startChecker starts a checker for FederationCluster ns/fcName and stops
 // it when the test ends.
 func startChecker(t *testing.T, env *testenv.Federation, k *kubelet, ns string) *checker {
-	name := fcName
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	c := &checker{ns: ns, name: name, cancel: cancel, desired: map[string]int{}, pods: map[types.UID]*checkedPod{}, gone: map[types.UID]bool{}}
-	t.Cleanup(func() {
-		c.cancel()
-		c.informers.Wait()
-	})
+	c := &checker{desired: map[string]int{}, pods: podwatch.NewSet()}
+	c.pods.KeepReady = true
+	configs := map[string]*rest.Config{}
 	for _, m := range env.Members {
-		memberName := m.Name
-		require.NoError(t, startPodInformer(ctx, &c.informers, m, ns, toolscache.ResourceEventHandlerFuncs{
-			AddFunc:    func(obj any) { c.upsert(memberName, obj, false) },
-			UpdateFunc: func(_, obj any) { c.upsert(memberName, obj, false) },
-			DeleteFunc: func(obj any) { c.remove(memberName, obj) },
-		}))
+		configs[m.Name] = m.Config
 	}
-	c.unsubscribe = k.subscribe(func(memberName string, pod *corev1.Pod) { c.upsert(memberName, pod, true) })
+	selector := labels.SelectorFromSet(labels.Set{v1alpha1.LabelManagedBy: v1alpha1.ManagedBy, v1alpha1.LabelInstance: fcName})
+	var err error
+	opts := podwatch.Options{Members: configs, Namespace: ns, Selector: func(string) string { return selector.String() }}
+	c.watch, err = podwatch.StartWatch(t.Context(), opts, c.observe)
+	require.NoError(t, err)
+	t.Cleanup(c.watch.Stop)
+	c.unsubscribe = k.subscribe(func(memberName string, pod *corev1.Pod) {
+		if pod.Namespace == ns && selector.Matches(labels.Set(pod.Labels)) {
+			c.observe(memberName, pod, false, time.Now())
+		}
+	})
 	t.Cleanup(c.unsubscribe)
 	return c
 }
 
-func (c *checker) owns(pod *corev1.Pod) bool {
-	return pod.Namespace == c.ns && pod.Labels[v1alpha1.LabelManagedBy] == v1alpha1.ManagedBy && pod.Labels[v1alpha1.LabelInstance] == c.name
-}
-
-func (c *checker) upsert(memberName string, obj any, fromKubelet bool) {
-	pod, ok := obj.(*corev1.Pod)
-	if !ok || !c.owns(pod) {
-		return
-	}
+// observe records an event of pod in member (gone: its delete event).
+func (c *checker) observe(memberName string, pod *corev1.Pod, gone bool, at time.Time) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.gone[pod.UID] {
-		return
+	_, ch := c.pods.Observe(memberName, pod, gone, at)
+	key := memberName + "/" + pod.Name
+	if ch&podwatch.Created != 0 {
+		c.history = append(c.history, "create "+key)
 	}
-	p := c.pods[pod.UID]
-	if p == nil {
-		p = &checkedPod{member: memberName, component: pod.Labels[v1alpha1.LabelComponent], name: pod.Name}
-		c.pods[pod.UID] = p
-		c.history = append(c.history, "create "+memberName+"/"+pod.Name)
+	if ch&podwatch.BecameReady != 0 {
+		c.history = append(c.history, "ready "+key)
 	}
-	// Readiness only ever goes one way here: a kubelet notice may come
-	// before the watch event that carries the same change.
-	if (fromKubelet || podReady(pod)) && !p.ready {
-		p.ready = true
-		c.history = append(c.history, "ready "+memberName+"/"+pod.Name)
+	if ch&podwatch.Deleted != 0 {
+		c.deletions = append(c.deletions, key)
+		c.deletionTimes = append(c.deletionTimes, at)
+		c.unavailableAtDeletion = append(c.unavailableAtDeletion, c.unavailable.Now)
+		c.history = append(c.history, "delete "+key)
 	}
-	if !fromKubelet && pod.DeletionTimestamp != nil && !p.terminating {
-		c.recordDeletion(p)
-		p.terminating = true
-	}
-	c.evaluate()
-}
-
-func (c *checker) remove(memberName string, obj any) {
-	if tomb, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
-		obj = tomb.Obj
-	}
-	pod, ok := obj.(*corev1.Pod)
-	if !ok || !c.owns(pod) {
-		return
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.gone[pod.UID] = true
-	p := c.pods[pod.UID]
-	if p == nil {
-		p = &checkedPod{member: memberName, component: pod.Labels[v1alpha1.LabelComponent], name: pod.Name}
-	}
-	if !p.terminating {
-		c.recordDeletion(p)
-	}
-	delete(c.pods, pod.UID)
-	c.evaluate()
-}
-
-// recordDeletion records that p goes, with the unavailable count it went
-// at. c.mu is held.
-func (c *checker) recordDeletion(p *checkedPod) {
-	c.deletions = append(c.deletions, p.member+"/"+p.name)
-	c.deletionTimes = append(c.deletionTimes, time.Now())
-	c.unavailableAtDeletion = append(c.unavailableAtDeletion, c.unavailable)
-	c.history = append(c.history, "delete "+p.member+"/"+p.name)
+	c.evaluate(at)
 }
 
 // evaluate recomputes unavailable. c.mu is held.
-func (c *checker) evaluate() {
-	available := map[string]int{}
-	for _, p := range c.pods {
-		if p.ready && !p.terminating {
-			available[p.member+"/"+p.component]++
-		}
-	}
-	c.unavailable = 0
-	for key, want := range c.desired {
-		c.unavailable += max(0, want-available[key])
-	}
-	c.maxUnavailable = max(c.maxUnavailable, c.unavailable)
+func (c *checker) evaluate(at time.Time) {
+	available := c.pods.Available(func(r *podwatch.Record) string { return r.Member + "/" + r.Labels[v1alpha1.LabelComponent] })
+	c.unavailable.Set(podwatch.Shortfall(c.desired, available), at)
 }
 
 // setDesired takes the desired replicas from fc's spec.
@@ -698,7 +605,7 @@ func (c *checker) setDesired(fc *v1alpha1.FederationCluster) {
 			c.desired[p.Member+"/"+comp.Name] = int(p.Replicas)
 		}
 	}
-	c.evaluate()
+	c.evaluate(time.Now())
 }
 
 // reset starts a new phase of the test: the maximum restarts from now and
@@ -706,7 +613,7 @@ func (c *checker) setDesired(fc *v1alpha1.FederationCluster) {
 func (c *checker) reset() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.maxUnavailable = c.unavailable
+	c.unavailable.Reset(time.Now())
 	c.deletions, c.deletionTimes, c.unavailableAtDeletion, c.history = nil, nil, nil, nil
 }
 
@@ -722,8 +629,8 @@ func (c *checker) report() checkerReport {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return checkerReport{
-		unavailable:           c.unavailable,
-		maxUnavailable:        c.maxUnavailable,
+		unavailable:           c.unavailable.Now,
+		maxUnavailable:        c.unavailable.Max,
 		deletions:             slices.Clone(c.deletions),
 		deletionTimes:         slices.Clone(c.deletionTimes),
 		unavailableAtDeletion: slices.Clone(c.unavailableAtDeletion),

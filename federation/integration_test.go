@@ -21,6 +21,7 @@ import (
 
 	"github.com/fedop-io/fedop/api/v1alpha1"
 	"github.com/fedop-io/fedop/federation"
+	"github.com/fedop-io/fedop/internal/podwatch"
 	"github.com/fedop-io/fedop/internal/testenv"
 )
 
@@ -95,7 +96,7 @@ func dumpState(t *testing.T, env *testenv.Federation, key client.ObjectKey) {
 			continue
 		}
 		for _, p := range pods.Items {
-			ready := podReady(&p)
+			ready := podwatch.Ready(&p)
 			t.Logf("%s/%s uid=%s revision=%s ready=%v deleting=%v", m.Name, p.Name, p.UID, p.Labels[v1alpha1.LabelRevision], ready, p.DeletionTimestamp != nil)
 		}
 	}

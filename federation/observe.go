@@ -19,6 +19,7 @@ import (
 
 	"github.com/fedop-io/fedop/api/v1alpha1"
 	"github.com/fedop-io/fedop/federation/rollout"
+	"github.com/fedop-io/fedop/internal/podwatch"
 	"github.com/fedop-io/fedop/member"
 )
 
@@ -539,7 +540,7 @@ func plannerPod(fc, component string, pod *corev1.Pod) (rollout.Pod, bool) {
 	if !ok {
 		return rollout.Pod{}, false
 	}
-	ready, since := podReady(pod)
+	ready, since := podwatch.ReadySince(pod)
 	return rollout.Pod{
 		Name:        pod.Name,
 		UID:         pod.UID,
@@ -551,16 +552,6 @@ func plannerPod(fc, component string, pod *corev1.Pod) (rollout.Pod, bool) {
 		Failed:      pod.Status.Phase == corev1.PodFailed || pod.Status.Phase == corev1.PodSucceeded,
 		Created:     pod.CreationTimestamp.Time,
 	}, true
-}
-
-// podReady returns the pod's Ready condition and when it last changed.
-func podReady(pod *corev1.Pod) (bool, time.Time) {
-	for _, c := range pod.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue, c.LastTransitionTime.Time
-		}
-	}
-	return false, time.Time{}
 }
 
 // podClaims returns what the planner needs of the claims of pod, one per

@@ -20,6 +20,7 @@ import (
 
 	"github.com/fedop-io/fedop/api/v1alpha1"
 	"github.com/fedop-io/fedop/federation"
+	"github.com/fedop-io/fedop/internal/podwatch"
 )
 
 // Integration tests of the Safe steps and Freshness issues: each defect on
@@ -174,7 +175,7 @@ func TestExternallyDeletedPodKeepsItsName(t *testing.T) {
 			pod, ok := memberPods(c, s.env, s.ns)[key]
 			require.True(c, ok, "%s did not come back", key)
 			assert.NotEqual(c, before[key].UID, pod.UID)
-			ready := podReady(&pod)
+			ready := podwatch.Ready(&pod)
 			assert.True(c, ready)
 		}, wait, tick)
 	}

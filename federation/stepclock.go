@@ -16,6 +16,7 @@ import (
 
 	"github.com/fedop-io/fedop/api/v1alpha1"
 	"github.com/fedop-io/fedop/federation/rollout"
+	"github.com/fedop-io/fedop/internal/podwatch"
 )
 
 // stepClock keeps the rollout step metrics: fedop_rollout_steps_total and
@@ -89,7 +90,7 @@ func (c *stepClock) observe(obj client.Object) {
 	if !ok || pod.DeletionTimestamp != nil {
 		return
 	}
-	ready, since := podReady(pod)
+	ready, since := podwatch.ReadySince(pod)
 	now := c.clock.Now()
 	if !ready || now.Sub(since) > freshWindow {
 		return

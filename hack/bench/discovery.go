@@ -23,6 +23,7 @@ import (
 
 	"github.com/fedop-io/fedop/api/v1alpha1"
 	"github.com/fedop-io/fedop/e2e"
+	"github.com/fedop-io/fedop/internal/podwatch"
 )
 
 // Item 7: discovery. In every member that hosts a component, fedop writes
@@ -247,7 +248,7 @@ type endpointKey struct{ hostname, address string }
 // namespace of several members, with informers of its own, and records
 // when each member's slices first listed each endpoint.
 type sliceObserver struct {
-	w *watches
+	w *podwatch.Watch
 
 	// mu guards listed: the informers of several members call in
 	// concurrently.
@@ -275,21 +276,21 @@ func startSliceObserver(ctx context.Context, members map[string]*rest.Config, ns
 	for m := range members {
 		o.listed[m] = map[endpointKey]time.Time{}
 	}
-	w, err := startWatches(ctx, "slice observer", members, ns, labels.NewSelector().Add(*byService, *byManager).String(),
+	selector := labels.NewSelector().Add(*byService, *byManager).String()
+	w, err := podwatch.StartInformers(ctx, podwatch.Options{Members: fastConfigs(members), Namespace: ns, Selector: func(string) string { return selector }},
 		func(f informers.SharedInformerFactory) toolscache.SharedIndexInformer {
 			return f.Discovery().V1().EndpointSlices().Informer()
 		}, o.onSlice)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("slice observer: %w", err)
 	}
 	o.w = w
 	return o, nil
 }
 
-func (o *sliceObserver) stop() { o.w.stop() }
+func (o *sliceObserver) stop() { o.w.Stop() }
 
-func (o *sliceObserver) onSlice(member string, obj any, gone bool) {
-	at := time.Now()
+func (o *sliceObserver) onSlice(member string, obj any, gone bool, at time.Time) {
 	s, ok := obj.(*discoveryv1.EndpointSlice)
 	if !ok || gone {
 		return // a slice that goes lists nothing new
@@ -377,7 +378,7 @@ func (b *bench) discoveryPhase(ctx context.Context) (err error) {
 	targets := liveRecords(pods)
 	err = wait.PollUntilContextCancel(sctx, discoveryPoll, true, func(context.Context) (bool, error) {
 		for _, t := range targets {
-			if len(sl.listedAt(t.name, t.ip)) < len(res.members) {
+			if len(sl.listedAt(t.Name, t.IP)) < len(res.members) {
 				return false, nil
 			}
 		}
@@ -410,18 +411,18 @@ func (b *bench) discoveryPhase(ctx context.Context) (err error) {
 			return fmt.Errorf("%d of %d replacements gave the pod its old IP again: too few IP changes to measure", res.reused, i)
 		}
 		t := targets[i%len(targets)]
-		r, err := b.replace(ctx, key, pods, sl, res.members, t.cluster, t.name, res.pods)
+		r, err := b.replace(ctx, key, pods, sl, res.members, t.Member, t.Name, res.pods)
 		if err != nil {
-			return fmt.Errorf("replacement %d, %s/%s: %w", i+1, t.cluster, t.name, err)
+			return fmt.Errorf("replacement %d, %s/%s: %w", i+1, t.Member, t.Name, err)
 		}
 		if r.newIP == r.oldIP {
 			res.reused++
-			b.logf("Replacement %d, %s/%s: the new instance has the old IP %s again; not measured", i+1, t.cluster, t.name, r.oldIP)
+			b.logf("Replacement %d, %s/%s: the new instance has the old IP %s again; not measured", i+1, t.Member, t.Name, r.oldIP)
 			continue
 		}
 		res.replacements = append(res.replacements, r)
 		l, _ := r.latency(res.members)
-		b.logf("Replacement %d, %s/%s: %s -> %s, in every member's slices %s after the pod watch saw it", i+1, t.cluster, t.name, r.oldIP, r.newIP, ms(l))
+		b.logf("Replacement %d, %s/%s: %s -> %s, in every member's slices %s after the pod watch saw it", i+1, t.Member, t.Name, r.oldIP, r.newIP, ms(l))
 	}
 	select {
 	case <-ctx.Done():
@@ -445,15 +446,15 @@ func (b *bench) discoveryPhase(ctx context.Context) (err error) {
 func liveRecords(o *observer) []podRecord {
 	var out []podRecord
 	for _, r := range o.records() {
-		if r.live() {
+		if r.Live() {
 			out = append(out, r)
 		}
 	}
 	sort.Slice(out, func(i, j int) bool {
-		if out[i].cluster != out[j].cluster {
-			return out[i].cluster < out[j].cluster
+		if out[i].Member != out[j].Member {
+			return out[i].Member < out[j].Member
 		}
-		return out[i].name < out[j].name
+		return out[i].Name < out[j].Name
 	})
 	return out
 }
@@ -469,20 +470,20 @@ func (b *bench) replace(ctx context.Context, key client.ObjectKey, pods *observe
 	if !ok {
 		return replacement{}, fmt.Errorf("no live instance (%s)", pods.describe())
 	}
-	r := replacement{member: member, pod: name, oldIP: old.ip}
+	r := replacement{member: member, pod: name, oldIP: old.IP}
 	ctx, cancel := context.WithTimeout(ctx, replacementTimeout)
 	defer cancel()
-	err := b.members[member].CoreV1().Pods(namespace).Delete(ctx, name, metav1.DeleteOptions{Preconditions: metav1.NewUIDPreconditions(string(old.uid))})
+	err := b.members[member].CoreV1().Pods(namespace).Delete(ctx, name, metav1.DeleteOptions{Preconditions: metav1.NewUIDPreconditions(string(old.UID))})
 	if err != nil {
 		return r, fmt.Errorf("deleting: %w", err)
 	}
 	err = wait.PollUntilContextCancel(ctx, discoveryPoll, false, func(context.Context) (bool, error) {
 		n, ok := pods.live(member, name)
-		if !ok || n.uid == old.uid || n.ip == "" {
+		if !ok || n.UID == old.UID || n.IP == "" {
 			return false, nil
 		}
-		r.newIP, r.ipSeen = n.ip, n.ipAt
-		r.listed = sl.listedAt(name, n.ip)
+		r.newIP, r.ipSeen = n.IP, n.IPAt
+		r.listed = sl.listedAt(name, n.IP)
 		return len(r.listed) == len(members), nil
 	})
 	if err != nil {

@@ -195,16 +195,3 @@ feed:
 	}
 	return err
 }
-
-// readyCount returns the number of live Ready instances.
-func (o *observer) readyCount() int {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	n := 0
-	for _, r := range o.recs {
-		if r.live() && r.ready {
-			n++
-		}
-	}
-	return n
-}

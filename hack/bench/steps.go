@@ -3,8 +3,9 @@ package main
 import (
 	"fmt"
 	"slices"
-	"sort"
 	"time"
+
+	"github.com/fedop-io/fedop/internal/podwatch"
 )
 
 // stepStats is what one rollout's records say about its steps.
@@ -32,55 +33,38 @@ type stepStats struct {
 const slowStep = 150 * time.Millisecond
 
 // computeSteps derives the steps of the rollout that started at start from
-// recs. Deletions are ordered by when they were seen. The replacement of a
-// deleted instance is the first instance seen since its deletion with the
-// same cluster and name: both fedop and the StatefulSet controller keep a
-// pod's name across an upgrade.
+// recs (podwatch.Steps). Only a step whose previous replacement was seen
+// Ready counts: in an upgrade every deleted pod is replaced, so a previous
+// pod seen gone with no replacement yet is an overlap too.
 func computeSteps(recs []podRecord, start time.Time) stepStats {
-	var deleted []podRecord
-	for _, r := range recs {
-		if !r.deletedAt.IsZero() && !r.deletedAt.Before(start) {
-			deleted = append(deleted, r)
-		}
-	}
-	sort.Slice(deleted, func(i, j int) bool { return deleted[i].deletedAt.Before(deleted[j].deletedAt) })
-	st := stepStats{deletions: len(deleted)}
-	for i := 1; i < len(deleted); i++ {
-		prev, next := deleted[i-1], deleted[i]
-		var repl *podRecord
-		for j := range recs {
-			r := &recs[j]
-			if r.cluster != prev.cluster || r.name != prev.name || r.uid == prev.uid || r.firstSeen.Before(prev.deletedAt) {
-				continue
-			}
-			if repl == nil || r.firstSeen.Before(repl.firstSeen) {
-				repl = r
-			}
-		}
-		if repl == nil || repl.readyAt.IsZero() || repl.readyAt.After(next.deletedAt) {
+	steps := podwatch.Steps(recs, start)
+	st := stepStats{deletions: len(podwatch.Deletions(recs, start))}
+	for _, s := range steps {
+		prev, next, repl := s.Prev, s.Next, s.Replacement
+		if s.After != podwatch.AfterReady {
 			st.overlaps++
-			gap := time.Duration(0)
-			if repl != nil && !repl.readyAt.IsZero() {
-				gap = repl.readyAt.Sub(next.deletedAt)
+			gap, what := time.Duration(0), "no replacement seen"
+			if repl != nil {
+				what = fmt.Sprintf("replacement %s first seen %s, Ready %s", repl.UID, clock(repl.FirstSeen), clock(repl.ReadyAt))
+				if !repl.ReadyAt.IsZero() {
+					gap = repl.ReadyAt.Sub(next.DeletedAt)
+				}
 			}
 			st.overlapGaps = append(st.overlapGaps, gap)
-			what := "no replacement seen"
-			if repl != nil {
-				what = fmt.Sprintf("replacement %s first seen %s, Ready %s", repl.uid, repl.firstSeen.Format("15:04:05.000"), repl.readyAt.Format("15:04:05.000"))
-			}
 			st.overlapped = append(st.overlapped, fmt.Sprintf("%s/%s %s deleted at %s (%s), then %s/%s deleted at %s",
-				prev.cluster, prev.name, prev.uid, prev.deletedAt.Format("15:04:05.000"), what, next.cluster, next.name, next.deletedAt.Format("15:04:05.000")))
+				prev.Member, prev.Name, prev.UID, clock(prev.DeletedAt), what, next.Member, next.Name, clock(next.DeletedAt)))
 			continue
 		}
-		d := next.deletedAt.Sub(repl.readyAt)
-		st.overheads = append(st.overheads, d)
-		if d >= slowStep {
+		st.overheads = append(st.overheads, s.Overhead)
+		if s.Overhead >= slowStep {
 			st.slow = append(st.slow, fmt.Sprintf("%s/%s Ready at %s, then %s/%s deleted at %s (%s)",
-				repl.cluster, repl.name, repl.readyAt.Format("15:04:05.000"), next.cluster, next.name, next.deletedAt.Format("15:04:05.000"), d.Round(time.Millisecond)))
+				repl.Member, repl.Name, clock(repl.ReadyAt), next.Member, next.Name, clock(next.DeletedAt), s.Overhead.Round(time.Millisecond)))
 		}
 	}
 	return st
 }
+
+func clock(t time.Time) string { return t.Format("15:04:05.000") }
 
 // median returns the median of xs (the mean of the two middle values for
 // an even count), or 0 when xs is empty.

@@ -261,8 +261,8 @@ func timeline(recs []podRecord, start time.Time) string {
 	}
 	var evs []ev
 	for _, r := range recs {
-		id := fmt.Sprintf("%s/%s %s (%s)", r.cluster, r.name, r.uid, r.image)
-		for _, e := range []ev{{r.firstSeen, "created"}, {r.readyAt, "ready"}, {r.deletedAt, "deleted"}, {r.goneAt, "gone"}} {
+		id := fmt.Sprintf("%s/%s %s (%s)", r.Member, r.Name, r.UID, r.Image)
+		for _, e := range []ev{{r.FirstSeen, "created"}, {r.ReadyAt, "ready"}, {r.DeletedAt, "deleted"}, {r.GoneAt, "gone"}} {
 			if !e.at.IsZero() && !e.at.Before(start) {
 				evs = append(evs, ev{e.at, e.what + " " + id})
 			}
