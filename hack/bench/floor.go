@@ -19,16 +19,19 @@ import (
 	toolscache "k8s.io/client-go/tools/cache"
 )
 
-// floorLabel marks the floor controller's pods (value "true"): neither
+// floorLabel marks the floor controller's pods (value "floor"): neither
 // fedop (no managed-by label) nor the StatefulSet (no app=ref) nor their
 // observers select them.
-const floorLabel = "bench.fedop.io/floor"
+const floorLabel = "bench.fedop.io/controller"
+
+// floorLabels are the labels of the floor controller's pods.
+func floorLabels() map[string]string { return map[string]string{floorLabel: "floor"} }
 
 // floorDescription says what the floor controller does and does not do;
 // the report prints it beside its figures.
 const floorDescription = "The floor controller (`hack/bench/floor.go`) is a reference, not a competitor: " +
 	"the least a cross-cluster, one-pod-at-a-time controller can do on this lab. It runs inside the benchmark process, " +
-	"watches its own pods (label `" + floorLabel + "=true`) in the members with client-go informers, and to roll its pods " +
+	"watches its own pods (label `" + floorLabel + "=floor`) in the members with client-go informers, and to roll its pods " +
 	"deletes one (UID precondition), recreates it under the same name with the new image when its informer delivers the delete event, " +
 	"waits for its informer to show the replacement Ready, and goes on to the next, alternating members. " +
 	"It has no host cluster, no status, no acknowledgement before a deletion, no workqueue, no retries, no safety checks " +
@@ -50,6 +53,13 @@ type floorController struct {
 	// order is the roll order: (member, name) pairs alternating members.
 	order [][2]string
 
+	// ctx is the controller's lifetime, ended by stop: a roll runs under
+	// it, not under the context of the call that started it, which
+	// runUpgrade ends as soon as the observer saw the last pod Ready,
+	// possibly before the controller's own informer did.
+	ctx    context.Context
+	cancel context.CancelFunc
+
 	// mu guards done and err: the roll of one upgrade runs in a goroutine
 	// of its own, as a controller would.
 	mu   sync.Mutex
@@ -60,9 +70,11 @@ type floorController struct {
 // startFloor starts the floor controller's informers on members (name to
 // config) and creates its perMember pods in each at image, and returns
 // without waiting for them to be Ready.
-func startFloor(ctx context.Context, cfgs map[string]*rest.Config, clients map[string]kubernetes.Interface, perMember int, image string) (*floorController, error) {
+func startFloor(ctx context.Context, cfgs map[string]*rest.Config, clients map[string]kubernetes.Interface,
+	perMember int, image string) (*floorController, error) {
 	f := &floorController{members: slices.Sorted(maps.Keys(cfgs)), clients: clients, listers: map[string]listersv1.PodNamespaceLister{},
 		changed: make(chan struct{}, 1)}
+	f.ctx, f.cancel = context.WithCancel(context.Background())
 	notify := func(string, any, bool) {
 		select {
 		case f.changed <- struct{}{}:
@@ -70,11 +82,12 @@ func startFloor(ctx context.Context, cfgs map[string]*rest.Config, clients map[s
 		}
 	}
 	var err error
-	f.w, err = startWatches(ctx, "floor controller", cfgs, namespace, floorLabel+"=true",
+	f.w, err = startWatches(ctx, "floor controller", cfgs, namespace, floorSelector(),
 		func(fac informers.SharedInformerFactory) toolscache.SharedIndexInformer {
 			return fac.Core().V1().Pods().Informer()
 		}, notify)
 	if err != nil {
+		f.cancel()
 		return nil, err
 	}
 	for i, m := range f.members {
@@ -86,7 +99,8 @@ func startFloor(ctx context.Context, cfgs map[string]*rest.Config, clients map[s
 		}
 	}
 	for _, p := range f.order {
-		if _, err := clients[p[0]].CoreV1().Pods(namespace).Create(ctx, floorPod(p[1], image, 0), metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		_, err := clients[p[0]].CoreV1().Pods(namespace).Create(ctx, floorPod(p[1], image, 0), metav1.CreateOptions{})
+		if err != nil && !apierrors.IsAlreadyExists(err) {
 			f.stop()
 			return nil, fmt.Errorf("floor controller: creating %s/%s: %w", p[0], p[1], err)
 		}
@@ -97,7 +111,7 @@ func startFloor(ctx context.Context, cfgs map[string]*rest.Config, clients map[s
 // floorPod is the floor controller's pod name at image, Ready delay after
 // it is scheduled when delay is positive (the lab's kwok Stage).
 func floorPod(name, image string, delay time.Duration) *corev1.Pod {
-	t := podTemplate(map[string]string{floorLabel: "true"}, "floor", image)
+	t := podTemplate(floorLabels(), "floor", image)
 	if delay > 0 {
 		t.Annotations[delayAnnotation] = delay.String()
 	}
@@ -106,7 +120,10 @@ func floorPod(name, image string, delay time.Duration) *corev1.Pod {
 
 // stop ends the informers; the pods stay (clearWorkloads or the lab's end
 // removes them).
-func (f *floorController) stop() { f.w.stop() }
+func (f *floorController) stop() {
+	f.cancel()
+	f.w.stop()
+}
 
 // system returns the floor controller as a system under test, its pods
 // watched by obs.
@@ -115,14 +132,14 @@ func (f *floorController) system(obs *observer) *system {
 		name: "floor",
 		pods: len(f.order),
 		obs:  obs,
-		upgrade: func(ctx context.Context, image string, delay time.Duration) error {
+		upgrade: func(_ context.Context, image string, delay time.Duration) error {
 			f.mu.Lock()
 			defer f.mu.Unlock()
 			f.done, f.err = make(chan struct{}), nil
 			// The roll outlives the call, as a controller's work outlives
-			// the spec write that started it; runUpgrade's context bounds it.
+			// the spec write that started it.
 			go func(done chan struct{}) {
-				err := f.roll(ctx, image, delay)
+				err := f.roll(f.ctx, image, delay)
 				f.mu.Lock()
 				f.err = err
 				f.mu.Unlock()
@@ -200,5 +217,76 @@ func (f *floorController) waitFor(ctx context.Context, m, name string, ok func(*
 
 // floorSelector selects the floor controller's pods.
 func floorSelector() string {
-	return labels.SelectorFromSet(labels.Set{floorLabel: "true"}).String()
+	return labels.SelectorFromSet(floorLabels()).String()
+}
+
+// setupFloor starts the floor controller beside fedop and the StatefulSet
+// of items 1 and 2, on the same two members with as many pods as fedop's
+// FederationCluster (fcName, whose writes it also starts watching for item
+// 9), with an observer of its own built like theirs.
+func (b *bench) setupFloor(ctx context.Context, image, fcName string) error {
+	ms := b.options.members[:2]
+	cfgs := map[string]*rest.Config{}
+	clients := map[string]kubernetes.Interface{}
+	for _, m := range ms {
+		cfgs[m], clients[m] = b.memberCfgs[m], b.members[m]
+	}
+	obs, err := startObserver(ctx, cfgs, namespace, floorSelector())
+	if err != nil {
+		return err
+	}
+	b.res.observers = append(b.res.observers, obs)
+	perMember := b.res.fedop.pods / len(ms)
+	if b.floor, err = startFloor(ctx, cfgs, clients, perMember, image); err != nil {
+		return err
+	}
+	b.cleanup(b.floor.stop)
+	b.res.floor = b.floor.system(obs)
+	if b.stepWrites, err = startFCWriteWatch(ctx, b.hostCfg, namespace, fcName); err != nil {
+		return err
+	}
+	b.cleanup(b.stepWrites.stop)
+	return nil
+}
+
+// stopFloor stops the floor controller and deletes its pods, so that
+// later items find the members as before.
+func (b *bench) stopFloor(ctx context.Context) error {
+	if b.floor == nil {
+		return nil
+	}
+	b.floor.stop()
+	for _, m := range b.floor.members {
+		err := b.members[m].CoreV1().Pods(namespace).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: new(int64)},
+			metav1.ListOptions{LabelSelector: floorSelector()})
+		if err != nil {
+			return fmt.Errorf("deleting the floor controller's pods in %s: %w", m, err)
+		}
+	}
+	return nil
+}
+
+// afterUpgrade adds to w, an upgrade of s just measured, its steps part by
+// part and, for fedop, the FederationCluster's writes in and out of their
+// critical windows, counted from the upgrade's start to now (its
+// completion recorded, and the events' grace passed).
+func (b *bench) afterUpgrade(s *system, w *windowResult) {
+	w.phases, w.skipped = computePhases(s.obs.records(), w.rollout.start)
+	if s == b.res.fedop && b.stepWrites != nil {
+		w.writes = attributeWrites(b.stepWrites.times(), w.phases, w.rollout.start, time.Now())
+		b.logf("  host writes to FederationCluster step: %d inside the %d steps' critical windows, %d outside",
+			w.writes.inside, w.writes.steps, w.writes.outside)
+	}
+}
+
+// systems are the systems of items 1 and 2 that exist, in the order their
+// upgrades take turns.
+func (r *results) systems() []*system {
+	var out []*system
+	for _, s := range []*system{r.fedop, r.sts, r.floor} {
+		if s != nil {
+			out = append(out, s)
+		}
+	}
+	return out
 }

@@ -193,6 +193,10 @@ type bench struct {
 	managerPprof bool
 	// fleet is the apiserver-only members of items 5 and 6, once started.
 	fleet *fleet
+	// floor is the floor controller of items 1 and 2; stepWrites the
+	// watch of item 1's FederationCluster's writes (item 9).
+	floor      *floorController
+	stepWrites *fcWriteWatch
 	// cleanups run when the run ends, however it ends, last first.
 	cleanups []func()
 }
@@ -241,6 +245,9 @@ func run() error {
 	}
 	if o.items[2] {
 		phases = append(phases, phase{"rollout efficiency (item 2)", b.delayPhase})
+	}
+	if o.items[1] {
+		phases = append(phases, phase{"stop the floor controller, delete its pods", b.stopFloor})
 	}
 	// Before item 4: its 20,000 pods would load the lab's members; item 7
 	// deletes its FederationCluster when done, so item 4 finds only its
@@ -412,11 +419,12 @@ func (b *bench) stepPhase(ctx context.Context) error {
 	}
 	for r := 1; r <= b.rounds; r++ {
 		image := fmt.Sprintf("%sstep-%d", imagePrefix, r)
-		for _, s := range []*system{b.res.fedop, b.res.sts} {
+		for _, s := range b.res.systems() {
 			w, err := b.measuredUpgrade(ctx, s, image, 0)
 			if err != nil {
 				return err
 			}
+			b.afterUpgrade(s, &w)
 			o := w.rollout
 			b.logf("Round %d, %s: %d deletions in %s, step overhead p50 %s p90 %s max %s, %d overlaps; manager requests: %s",
 				r, s.name, o.steps.deletions, ms(o.total()), ms(e2e.Percentile(o.steps.overheads, 50)), ms(e2e.Percentile(o.steps.overheads, 90)),
@@ -427,9 +435,12 @@ func (b *bench) stepPhase(ctx context.Context) error {
 			for _, line := range o.steps.overlapped {
 				b.logf("  overlap: %s", line)
 			}
-			if s == b.res.fedop {
+			switch s {
+			case b.res.fedop:
 				b.res.stepFedop = append(b.res.stepFedop, w)
-			} else {
+			case b.res.floor:
+				b.res.stepFloor = append(b.res.stepFloor, w)
+			default:
 				b.res.stepSTS = append(b.res.stepSTS, w)
 			}
 		}
@@ -481,7 +492,10 @@ func (b *bench) setupSystems(ctx context.Context) error {
 	b.res.fedop = fedopSystem(b.host, fc, fedopObs)
 	b.res.sts = statefulSetSystem(b.members[first], sts, stsObs)
 	b.res.stsMember = first
-	for _, s := range []*system{b.res.fedop, b.res.sts} {
+	if err := b.setupFloor(ctx, image, fc.Name); err != nil {
+		return err
+	}
+	for _, s := range b.res.systems() {
 		if _, err := s.obs.waitRolledOut(ctx, image, s.pods); err != nil {
 			return fmt.Errorf("%s: creating: %w", s.name, err)
 		}
@@ -533,18 +547,22 @@ const eventGrace = time.Second
 func (b *bench) delayPhase(ctx context.Context) error {
 	for r := 1; r <= b.delayRounds; r++ {
 		image := fmt.Sprintf("%sdelay-%d", imagePrefix, r)
-		for _, s := range []*system{b.res.fedop, b.res.sts} {
+		for _, s := range b.res.systems() {
 			w, err := b.measuredUpgrade(ctx, s, image, b.delay)
 			if err != nil {
 				return err
 			}
+			b.afterUpgrade(s, &w)
 			o := w.rollout
 			floor := time.Duration(s.pods) * b.delay
 			b.logf("Round %d, %s with readiness delay %s: %s for a floor of %s, efficiency %.3f",
 				r, s.name, b.delay, ms(o.total()), floor, float64(floor)/float64(o.total()))
-			if s == b.res.fedop {
+			switch s {
+			case b.res.fedop:
 				b.res.delayFedop = append(b.res.delayFedop, w)
-			} else {
+			case b.res.floor:
+				b.res.delayFloor = append(b.res.delayFloor, w)
+			default:
 				b.res.delaySTS = append(b.res.delaySTS, w)
 			}
 		}

@@ -15,6 +15,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
+
+	"github.com/fedop-io/fedop/api/v1alpha1"
 )
 
 // observerSyncTimeout bounds the initial list of an observer's watches.
@@ -31,11 +33,15 @@ type podRecord struct {
 	// ip is the instance's first pod IP (status.podIP) seen, "" while it
 	// has none.
 	ip string
-	// firstSeen is when the instance was first seen; readyAt when it was
-	// first seen Ready; ipAt when it was first seen with an IP; deletedAt
+	// group is the pod's fedop instance label (its FederationCluster), ""
+	// for other controllers' pods.
+	group string
+	// firstSeen is when the instance was first seen; scheduledAt when it
+	// was first seen with spec.nodeName; readyAt when it was first seen
+	// Ready; ipAt when it was first seen with an IP; deletedAt
 	// when its deletionTimestamp (or its delete event, if no update showed
 	// one) was first seen; goneAt when its delete event came.
-	firstSeen, readyAt, ipAt, deletedAt, goneAt time.Time
+	firstSeen, scheduledAt, readyAt, ipAt, deletedAt, goneAt time.Time
 }
 
 // live reports whether the instance is neither terminating nor gone.
@@ -148,7 +154,7 @@ func (o *observer) onPod(cluster string, obj any, gone bool) {
 	key := cluster + "/" + string(pod.UID)
 	rec := o.recs[key]
 	if rec == nil {
-		rec = &podRecord{cluster: cluster, name: pod.Name, uid: pod.UID, firstSeen: at}
+		rec = &podRecord{cluster: cluster, name: pod.Name, uid: pod.UID, group: pod.Labels[v1alpha1.LabelInstance], firstSeen: at}
 		if len(pod.Spec.Containers) > 0 {
 			rec.image = pod.Spec.Containers[0].Image
 		}
@@ -156,6 +162,9 @@ func (o *observer) onPod(cluster string, obj any, gone bool) {
 	}
 	if !rec.goneAt.IsZero() {
 		return // an event that lost the race with the delete event
+	}
+	if rec.scheduledAt.IsZero() && !gone && pod.Spec.NodeName != "" {
+		rec.scheduledAt = at
 	}
 	if rec.ip == "" && !gone && pod.Status.PodIP != "" {
 		rec.ip, rec.ipAt = pod.Status.PodIP, at

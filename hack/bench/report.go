@@ -34,6 +34,13 @@ type windowResult struct {
 	rollout  rolloutResult
 	window   time.Duration
 	requests map[reqKey]float64
+	// phases are the rollout's steps part by part (phases.go), skipped the
+	// steps left out of them; writes the host writes to the
+	// FederationCluster in and out of the steps' critical windows (fedop
+	// only).
+	phases  []stepTimes
+	skipped int
+	writes  writeCount
 }
 
 // results is everything a run measured.
@@ -42,11 +49,14 @@ type results struct {
 	phases  []phaseTime
 	total   time.Duration
 
-	fedop, sts *system
-	stsMember  string
-	observers  []*observer
+	fedop, sts, floor *system
+	stsMember         string
+	observers         []*observer
 
 	stepFedop, stepSTS, delayFedop, delaySTS []windowResult
+	// stepFloor and delayFloor are the floor controller's upgrades,
+	// interleaved with the others'.
+	stepFloor, delayFloor []windowResult
 	// operatorSteps and operatorMean are the manager's own account of the
 	// step-overhead rounds (fedop_rollout_step_overhead_seconds), beside
 	// the observer's.
@@ -214,6 +224,7 @@ func (r *results) rows(o options) []row {
 	var rows []row
 	if r.fedop != nil && r.sts != nil {
 		rows = append(rows, r.stepRows(o)...)
+		rows = append(rows, r.floorRows(o)...)
 	} else {
 		rows = append(rows, notMeasured("1-3", "step overhead, rollout efficiency, API cost per step"))
 	}
@@ -397,6 +408,7 @@ func (r *results) markdown(o options, rows []row) string {
 			r.writeDelayDetails(&b, o)
 		}
 		r.writeAPIDetails(&b)
+		r.writeFloorDetails(&b, o)
 	}
 	if len(r.memory) > 0 {
 		r.writeMemoryDetails(&b, o)
