@@ -70,6 +70,8 @@ type results struct {
 	members   membersResult
 	dead      deadResult
 	discovery discoveryResult
+	restart   restartResult
+	many      manyResult
 
 	// managerCmdline is the main manager's command line, and
 	// managerProbePeriod the freshness bound it runs with.
@@ -253,6 +255,16 @@ func (r *results) rows(o options) []row {
 	} else {
 		rows = append(rows, notMeasured("8", "freshness: probe requests and manager CPU while idle, round trips per step"))
 	}
+	if o.items[10] {
+		rows = append(rows, r.restartRows(o)...)
+	} else {
+		rows = append(rows, notMeasured("10", "manager start to first step after a SIGKILL"))
+	}
+	if o.items[11] {
+		rows = append(rows, r.manyRows()...)
+	} else {
+		rows = append(rows, notMeasured("11", "FederationClusters upgraded at once: one pod at a time, step overhead p99, steps per second"))
+	}
 	return rows
 }
 
@@ -424,6 +436,12 @@ func (r *results) markdown(o options, rows []row) string {
 	}
 	if o.items[8] {
 		r.writeFreshnessDetails(&b, o)
+	}
+	if o.items[10] {
+		r.writeRestartDetails(&b, o)
+	}
+	if o.items[11] {
+		r.writeManyDetails(&b, o)
 	}
 
 	if r.micro != "" {
