@@ -174,3 +174,43 @@ func (r *results) writeCriticalWrites(b *strings.Builder) {
 		}
 	}
 }
+
+// targetBytesPerPod19 is issue 19's RSS per managed pod.
+const targetBytesPerPod19 = 4 * 1024
+
+// issue19MemoryRows is issue 19's row of item 4: the same RSS per managed
+// pod as memoryRows, against issue 19's target.
+func (r *results) issue19MemoryRows(o options) []row {
+	unrel, full := r.memoryPoint(memLabel(o.memBase, o.unrelated)), r.memoryPoint(memLabel(o.memTotal, o.unrelated))
+	if unrel == nil || full == nil {
+		return nil
+	}
+	perPod := (full.rss - unrel.rss) / float64(o.memTotal-o.memBase)
+	return []row{{"4", "RSS per managed pod, issue 19's target (the row above's figure)", fmt.Sprintf("%.2f KiB", perPod/1024),
+		"<= 4 KiB", metStr(perPod <= targetBytesPerPod19)}}
+}
+
+// issue19Row reports whether rw is one of issue 19's rows.
+func issue19Row(rw row) bool {
+	return rw.item == "9" || rw.item == "10" || rw.item == "11" || strings.Contains(rw.measure, "floor") || strings.Contains(rw.measure, "issue 19")
+}
+
+// writeIssue19Missed explains a missed target of issue 19 by pointing at
+// the run's own evidence.
+func writeIssue19Missed(b *strings.Builder, rw row) {
+	switch rw.item {
+	case "9":
+		b.WriteString("Section 9 gives the writes of each round inside and outside the critical windows; " +
+			"section 2 (where a step's time goes) shows how long those windows are.\n")
+	case "10":
+		b.WriteString("Section 10 gives every restart: the time to every member connected beside the time to the first step, " +
+			"and whether the killed manager had left a replacement to create.\n")
+	case "11":
+		b.WriteString("Section 11 gives each round's step overheads and names every violation.\n")
+	case "4":
+		b.WriteString("Section 4 gives the live heap beside RSS, and the heap profile when the manager serves one.\n")
+	default:
+		b.WriteString("Section 2 (where a step's time goes) splits the steps of fedop, the StatefulSet and the floor controller into their parts, " +
+			"and section 9 counts the host writes inside each step's critical window.\n")
+	}
+}
