@@ -316,7 +316,7 @@ func (b *bench) phases() []phase {
 	// Item 11 before item 4 too, for the same reason; it deletes its
 	// FederationClusters when done.
 	if o.items[11] {
-		phases = append(phases, phase{"200 FederationClusters at once (item 11)", b.manyPhase})
+		phases = append(phases, phase{fmt.Sprintf("%d FederationClusters upgraded at once (item 11)", o.manyFederations), b.manyPhase})
 	}
 	if o.items[4] {
 		phases = append(phases, phase{"memory (item 4)", b.memoryPhase})
