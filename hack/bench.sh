@@ -9,12 +9,19 @@
 #      10,000 pods it does not manage;
 #   5. the time from a manager's start to 10 and to 50 members connected;
 #   6. step overhead and the manager's goroutines with one of 10 members
-#      SIGSTOPped for 10 minutes;
+#      SIGSTOPped for 3 minutes (--dead-duration);
 #   7. the latency of a pod IP change to every member's EndpointSlices, and
 #      the slice writes per replaced pod (issue "Discovery");
 #   8. what the freshness gate costs: the /readyz probes each member serves
 #      and the manager's CPU while idle with 10 and 50 members (item 5's
 #      managers), and the reads it adds to a step (item 3's figure);
+#   9. (with 1 and 2, issue 19) a floor controller beside fedop and the
+#      StatefulSet, each step's parts, and the host writes on a step's
+#      critical path;
+#  10. manager start to first step after a SIGKILL mid-rollout, with the
+#      lab's 2 members and with 50 apiserver-only members more;
+#  11. 200 FederationClusters of 6 pods upgraded at once: one pod at a
+#      time each, step overhead p99, steps per second;
 #   plus Go micro-benchmarks of the planner and the revision hash.
 #
 # It runs the micro-benchmarks first (on a quiet machine), brings up a host
@@ -31,7 +38,9 @@
 #
 # Usage: hack/bench.sh [flags of hack/bench, e.g. --rounds 5 --memory-pods 5000
 #        --items 5,6 --members-sizes 3,5 --dead-duration 1m
-#        --items 7,8 --discovery-replacements 20 --idle-window 10s]
+#        --items 7,8 --discovery-replacements 20 --idle-window 10s
+#        --items 10,11 --restart-rounds 2 --restart-members 5
+#        --many-federations 20 --many-rounds 1]
 # The tools must be built (make tools); `make bench` does that first.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"

@@ -1,5 +1,6 @@
 // Command bench measures fedop against the targets of issue 5 (items 1 to
-// 6) and of the Discovery and Freshness issues (items 7 and 8) on a running
+// 6), of the Discovery and Freshness issues (items 7 and 8) and of the
+// Performance issue (the floor, items 9 to 11) on a running
 // lab, and writes the report docs/benchmarks.md. hack/bench.sh (`make
 // bench`) brings the lab up, starts bin/fedop-manager and runs it; run by
 // hand, it needs the lab's kubeconfigs (--lab-dir), the manager's pid and
@@ -49,8 +50,25 @@
 //     kube-apiserver served per second (freshness.go); and item 3's reads
 //     per step, taken with the freshness gate on, say what the gate adds to
 //     a step.
+//   - The floor (issue 19, beside items 1 and 2): a floor controller
+//     (floor.go: delete a pod, recreate it when its delete event comes,
+//     wait for it Ready, next; no host, no status, no workqueue) rolls
+//     24 pods of its own over the same two members, its upgrades taking
+//     turns with fedop's and the StatefulSet's, watched by an observer of
+//     its own; each step of all three split into its parts (deletion
+//     seen, pod gone, replacement created, scheduled, Ready; phases.go).
+//   - Host writes on the critical path (item 9, with items 1 and 2): a
+//     watch of item 1's FederationCluster stamps each resourceVersion
+//     change on receipt; each falls inside a step's critical window
+//     (previous replacement seen Ready to next deletion seen) or outside.
+//   - Restart (item 10): a manager of its own SIGKILLed mid-rollout and
+//     started again; its start to the next deletion seen, with the lab's
+//     members and with item 5's apiserver-only members registered too.
+//   - Many (item 11): 200 FederationClusters of 6 pods upgraded at once
+//     by the main manager; the observer checks each stayed one pod at a
+//     time, and gives the pooled step overhead and the steps per second.
 //
-// Before items 5 and 6 it stops the main manager (--manager-pid) and
+// Before items 5, 10 and 6 it stops the main manager (--manager-pid) and
 // deletes items 1 to 4's workloads, so that no two managers reconcile the
 // same FederationClusters. Every process it starts (etcd, apiservers,
 // managers) is ended when it ends, also on error or interrupt, and dies

@@ -65,6 +65,12 @@ type options struct {
 	// idleWindow is how long item 8 watches each of item 5's managers
 	// idle.
 	idleWindow time.Duration
+	// restartRounds is item 10's SIGKILLs per member count; restartFleet
+	// the apiserver-only members of its second count.
+	restartRounds, restartFleet int
+	// manyFederations is item 11's number of FederationClusters;
+	// manyRounds how many times they are all upgraded at once.
+	manyFederations, manyRounds int
 }
 
 func parseFlags() (options, error) {
@@ -88,15 +94,21 @@ func parseFlags() (options, error) {
 	flag.StringVar(&o.commit, "commit", "", "fedop's commit, for the report.")
 	flag.Int64Var(&o.scriptStart, "script-start", 0, "When hack/bench.sh started (Unix seconds), for the report.")
 	var items, sizes string
-	flag.StringVar(&items, "items", "1-8", "The items to measure: numbers and ranges, e.g. 1-4 or 5,6. Items 1 and 3 are measured together, and so are 5 and 8; 2 and 4 need 1.")
+	flag.StringVar(&items, "items", "1-11", "The items to measure: numbers and ranges, e.g. 1-4 or 5,6. Items 1, 3 and 9 are measured together, and so are 5 and 8; 2 and 4 need 1.")
 	flag.StringVar(&o.binDir, "bin-dir", "bin", "Where etcd and kube-apiserver are, for the apiserver-only members of items 5 and 6.")
 	flag.StringVar(&o.managerBin, "manager-bin", "bin/fedop-manager", "The fedop-manager that items 5 and 6 start, with member namespaces of their own.")
 	flag.StringVar(&sizes, "members-sizes", "10,50", "Item 5: the numbers of apiserver-only members a manager connects to, comma-separated.")
 	flag.IntVar(&o.memberRounds, "members-rounds", 3, "Item 5: manager starts per number of members.")
 	flag.IntVar(&o.deadMembers, "dead-members", 10, "Item 6: the manager's members, the lab's two full clusters included; the others are apiserver-only, one of them is stopped.")
-	flag.DurationVar(&o.deadDuration, "dead-duration", 10*time.Minute, "Item 6: how long the member stays SIGSTOPped while the other FederationCluster is upgraded.")
+	flag.DurationVar(&o.deadDuration, "dead-duration", 3*time.Minute,
+		"Item 6: how long the member stays SIGSTOPped while the other FederationCluster is upgraded "+
+			"(3m: 18 goroutine samples, enough to see a leak of one per failed probe).")
 	flag.IntVar(&o.replacements, "discovery-replacements", 24, "Item 7: pod replacements whose new IP is followed into every member's EndpointSlices (at least 20).")
 	flag.DurationVar(&o.idleWindow, "idle-window", 20*time.Second, "Item 8: how long each of item 5's managers is watched idle, once every member is connected.")
+	flag.IntVar(&o.restartRounds, "restart-rounds", 5, "Item 10: SIGKILLs and restarts of the manager mid-rollout, per member count.")
+	flag.IntVar(&o.restartFleet, "restart-members", 50, "Item 10: the apiserver-only members registered beside the lab's two for the second count.")
+	flag.IntVar(&o.manyFederations, "many-federations", 200, "Item 11: FederationClusters of 6 pods (3 in each of the lab's two members) upgraded at once.")
+	flag.IntVar(&o.manyRounds, "many-rounds", 2, "Item 11: upgrades of all of them at once.")
 	flag.Parse()
 	o.members = strings.Split(members, ",")
 	var err error
@@ -116,8 +128,12 @@ func parseFlags() (options, error) {
 		return o, err
 	}
 	switch {
-	case (o.items[1] || o.items[7]) && (o.managerPID == 0 || o.metricsURL == ""):
-		return o, errors.New("--manager-pid and --metrics-url are required for items 1 to 4 and 7")
+	case (o.items[1] || o.items[7] || o.items[11]) && (o.managerPID == 0 || o.metricsURL == ""):
+		return o, errors.New("--manager-pid and --metrics-url are required for items 1 to 4, 7 and 11")
+	case o.restartRounds < 2 || o.manyRounds < 1:
+		return o, errors.New("--restart-rounds must be at least 2 (a median, never one run) and --many-rounds at least 1")
+	case o.restartFleet < 1 || o.manyFederations < 1:
+		return o, errors.New("--restart-members and --many-federations must be positive")
 	case len(o.members) < 2:
 		return o, errors.New("--members needs at least two members")
 	case o.rounds < 2 || o.delayRounds < 2:
@@ -165,6 +181,14 @@ func parseItems(s string) (map[int]bool, error) {
 	if items[5] || items[8] {
 		items[5], items[8] = true, true
 	}
+	// Item 9 (host writes on a step's critical path) is counted over item
+	// 1's and 2's upgrades.
+	if items[9] {
+		items[1] = true
+	}
+	if items[1] {
+		items[3], items[9] = true, true
+	}
 	if (items[2] || items[4]) && !items[1] {
 		return nil, errors.New("--items: items 2 and 4 need item 1")
 	}
@@ -172,7 +196,7 @@ func parseItems(s string) (map[int]bool, error) {
 }
 
 // lastItem is the highest item number.
-const lastItem = 8
+const lastItem = 11
 
 // bench holds the clients and what was measured so far.
 type bench struct {
@@ -193,6 +217,10 @@ type bench struct {
 	managerPprof bool
 	// fleet is the apiserver-only members of items 5 and 6, once started.
 	fleet *fleet
+	// floor is the floor controller of items 1 and 2; stepWrites the
+	// watch of item 1's FederationCluster's writes (item 9).
+	floor      *floorController
+	stepWrites *fcWriteWatch
 	// cleanups run when the run ends, however it ends, last first.
 	cleanups []func()
 }
@@ -228,53 +256,7 @@ func run() error {
 			return err
 		}
 	}
-	type phase struct {
-		name string
-		run  func(context.Context) error
-	}
-	var phases []phase
-	if o.items[1] || o.items[7] {
-		phases = append(phases, phase{"wait for the manager", b.waitManager})
-	}
-	if o.items[1] {
-		phases = append(phases, phase{"step overhead, API cost (items 1, 3)", b.stepPhase})
-	}
-	if o.items[2] {
-		phases = append(phases, phase{"rollout efficiency (item 2)", b.delayPhase})
-	}
-	// Before item 4: its 20,000 pods would load the lab's members; item 7
-	// deletes its FederationCluster when done, so item 4 finds only its
-	// own pods and item 1's.
-	if o.items[7] {
-		phases = append(phases, phase{"discovery (item 7)", b.discoveryPhase})
-	}
-	if o.items[4] {
-		phases = append(phases, phase{"memory (item 4)", b.memoryPhase})
-	}
-	if o.managerPID != 0 && !o.items[5] && !o.items[6] {
-		phases = append(phases, phase{"check the main manager", func(context.Context) error {
-			if !managerAlive(o.managerPID) {
-				return fmt.Errorf("the main fedop-manager (pid %d) exited during the benchmark", o.managerPID)
-			}
-			return nil
-		}})
-	}
-	if o.items[5] || o.items[6] {
-		b.managerPprof = servesPprof(o.managerBin)
-		phases = append(phases, phase{"stop the main manager, delete items 1-4's workloads", func(ctx context.Context) error {
-			if err := b.stopMainManager(ctx); err != nil {
-				return err
-			}
-			return b.clearWorkloads(ctx)
-		}})
-	}
-	if o.items[5] {
-		phases = append(phases, phase{"members (item 5)", b.membersPhase})
-	}
-	if o.items[6] {
-		phases = append(phases, phase{"a dead member (item 6)", b.deadPhase})
-	}
-	for _, p := range phases {
+	for _, p := range b.phases() {
 		b.logf("== %s", p.name)
 		start := time.Now()
 		err := p.run(ctx)
@@ -301,6 +283,73 @@ func run() error {
 	}
 	b.logf("Wrote %s", o.out)
 	return nil
+}
+
+// phase is one step of a run, timed for the report.
+type phase struct {
+	name string
+	run  func(context.Context) error
+}
+
+// phases returns the run's phases for the items asked for, in order.
+func (b *bench) phases() []phase {
+	o := b.options
+	var phases []phase
+	if o.items[1] || o.items[7] || o.items[11] {
+		phases = append(phases, phase{"wait for the manager", b.waitManager})
+	}
+	if o.items[1] {
+		phases = append(phases, phase{"step overhead, API cost (items 1, 3)", b.stepPhase})
+	}
+	if o.items[2] {
+		phases = append(phases, phase{"rollout efficiency (item 2)", b.delayPhase})
+	}
+	if o.items[1] {
+		phases = append(phases, phase{"stop the floor controller, delete its pods", b.stopFloor})
+	}
+	// Before item 4: its 20,000 pods would load the lab's members; item 7
+	// deletes its FederationCluster when done, so item 4 finds only its
+	// own pods and item 1's.
+	if o.items[7] {
+		phases = append(phases, phase{"discovery (item 7)", b.discoveryPhase})
+	}
+	// Item 11 before item 4 too, for the same reason; it deletes its
+	// FederationClusters when done.
+	if o.items[11] {
+		phases = append(phases, phase{fmt.Sprintf("%d FederationClusters upgraded at once (item 11)", o.manyFederations), b.manyPhase})
+	}
+	if o.items[4] {
+		phases = append(phases, phase{"memory (item 4)", b.memoryPhase})
+	}
+	if o.managerPID != 0 && !o.items[5] && !o.items[6] && !o.items[10] {
+		phases = append(phases, phase{"check the main manager", func(context.Context) error {
+			if !managerAlive(o.managerPID) {
+				return fmt.Errorf("the main fedop-manager (pid %d) exited during the benchmark", o.managerPID)
+			}
+			return nil
+		}})
+	}
+	if o.items[5] || o.items[6] || o.items[10] {
+		b.managerPprof = servesPprof(o.managerBin)
+		phases = append(phases, phase{"stop the main manager, delete items 1-4's workloads", func(ctx context.Context) error {
+			if err := b.stopMainManager(ctx); err != nil {
+				return err
+			}
+			return b.clearWorkloads(ctx)
+		}})
+	}
+	if o.items[5] {
+		phases = append(phases, phase{"members (item 5)", b.membersPhase})
+	}
+	// Item 10 after item 5, whose apiserver-only members it reuses, and
+	// before item 6, which shrinks them.
+	if o.items[10] {
+		phases = append(phases, phase{"manager restart after a SIGKILL (item 10)", b.restartPhase})
+	}
+	if o.items[6] {
+		phases = append(phases, phase{"a dead member (item 6)", b.deadPhase})
+	}
+	return phases
 }
 
 func (b *bench) logf(format string, args ...any) {
@@ -412,11 +461,12 @@ func (b *bench) stepPhase(ctx context.Context) error {
 	}
 	for r := 1; r <= b.rounds; r++ {
 		image := fmt.Sprintf("%sstep-%d", imagePrefix, r)
-		for _, s := range []*system{b.res.fedop, b.res.sts} {
+		for _, s := range b.res.systems() {
 			w, err := b.measuredUpgrade(ctx, s, image, 0)
 			if err != nil {
 				return err
 			}
+			b.afterUpgrade(s, &w)
 			o := w.rollout
 			b.logf("Round %d, %s: %d deletions in %s, step overhead p50 %s p90 %s max %s, %d overlaps; manager requests: %s",
 				r, s.name, o.steps.deletions, ms(o.total()), ms(e2e.Percentile(o.steps.overheads, 50)), ms(e2e.Percentile(o.steps.overheads, 90)),
@@ -427,9 +477,12 @@ func (b *bench) stepPhase(ctx context.Context) error {
 			for _, line := range o.steps.overlapped {
 				b.logf("  overlap: %s", line)
 			}
-			if s == b.res.fedop {
+			switch s {
+			case b.res.fedop:
 				b.res.stepFedop = append(b.res.stepFedop, w)
-			} else {
+			case b.res.floor:
+				b.res.stepFloor = append(b.res.stepFloor, w)
+			default:
 				b.res.stepSTS = append(b.res.stepSTS, w)
 			}
 		}
@@ -481,7 +534,10 @@ func (b *bench) setupSystems(ctx context.Context) error {
 	b.res.fedop = fedopSystem(b.host, fc, fedopObs)
 	b.res.sts = statefulSetSystem(b.members[first], sts, stsObs)
 	b.res.stsMember = first
-	for _, s := range []*system{b.res.fedop, b.res.sts} {
+	if err := b.setupFloor(ctx, image, fc.Name); err != nil {
+		return err
+	}
+	for _, s := range b.res.systems() {
 		if _, err := s.obs.waitRolledOut(ctx, image, s.pods); err != nil {
 			return fmt.Errorf("%s: creating: %w", s.name, err)
 		}
@@ -533,18 +589,22 @@ const eventGrace = time.Second
 func (b *bench) delayPhase(ctx context.Context) error {
 	for r := 1; r <= b.delayRounds; r++ {
 		image := fmt.Sprintf("%sdelay-%d", imagePrefix, r)
-		for _, s := range []*system{b.res.fedop, b.res.sts} {
+		for _, s := range b.res.systems() {
 			w, err := b.measuredUpgrade(ctx, s, image, b.delay)
 			if err != nil {
 				return err
 			}
+			b.afterUpgrade(s, &w)
 			o := w.rollout
 			floor := time.Duration(s.pods) * b.delay
 			b.logf("Round %d, %s with readiness delay %s: %s for a floor of %s, efficiency %.3f",
 				r, s.name, b.delay, ms(o.total()), floor, float64(floor)/float64(o.total()))
-			if s == b.res.fedop {
+			switch s {
+			case b.res.fedop:
 				b.res.delayFedop = append(b.res.delayFedop, w)
-			} else {
+			case b.res.floor:
+				b.res.delayFloor = append(b.res.delayFloor, w)
+			default:
 				b.res.delaySTS = append(b.res.delaySTS, w)
 			}
 		}

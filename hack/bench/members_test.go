@@ -15,20 +15,23 @@ func TestParseItems(t *testing.T) {
 		want    []int
 		wantErr bool
 	}{
-		{in: "1-8", want: []int{1, 2, 3, 4, 5, 6, 7, 8}},
-		{in: "1-6", want: []int{1, 2, 3, 4, 5, 6, 8}},
+		{in: "1-8", want: []int{1, 2, 3, 4, 5, 6, 7, 8, 9}},
+		{in: "1-11", want: []int{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11}},
+		{in: "1-6", want: []int{1, 2, 3, 4, 5, 6, 8, 9}},
 		{in: "5,6", want: []int{5, 6, 8}},
 		{in: "6", want: []int{6}},
 		{in: "7", want: []int{7}},
 		{in: "8", want: []int{5, 8}},
 		{in: "7,8", want: []int{5, 7, 8}},
-		{in: "1", want: []int{1, 3}},
-		{in: "3,5", want: []int{1, 3, 5, 8}},
-		{in: "1-4", want: []int{1, 2, 3, 4}},
+		{in: "1", want: []int{1, 3, 9}},
+		{in: "9", want: []int{1, 3, 9}},
+		{in: "10,11", want: []int{10, 11}},
+		{in: "3,5", want: []int{1, 3, 5, 8, 9}},
+		{in: "1-4", want: []int{1, 2, 3, 4, 9}},
 		{in: "2", wantErr: true},
 		{in: "4,5", wantErr: true},
 		{in: "0", wantErr: true},
-		{in: "9", wantErr: true},
+		{in: "12", wantErr: true},
 		{in: "6-5", wantErr: true},
 		{in: "x", wantErr: true},
 	}
@@ -127,7 +130,8 @@ func TestMembersReport(t *testing.T) {
 	good := build(2*time.Second, 21*time.Millisecond, 0)
 	rows := good.rows(o)
 	assert.Equal(t, map[string]string{"1-3 step overhead,": "-", "4 memory per": "-", "5 manager start": "-yes", "5 manager RSS": "-",
-		"6 step overhead": "yes", "6 manager goroutines": "yes", "6 stopped member": "-", "7 discovery: a": "-", "8 freshness: probe": "-"}, met(rows))
+		"6 step overhead": "yes", "6 manager goroutines": "yes", "6 stopped member": "-", "7 discovery: a": "-", "8 freshness: probe": "-",
+		"10 manager start": "-", "11 FederationClusters upgraded": "-"}, met(rows))
 
 	bad := build(20*time.Second, 40*time.Millisecond, 1)
 	rows = bad.rows(o)

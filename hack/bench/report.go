@@ -34,6 +34,13 @@ type windowResult struct {
 	rollout  rolloutResult
 	window   time.Duration
 	requests map[reqKey]float64
+	// phases are the rollout's steps part by part (phases.go), skipped the
+	// steps left out of them; writes the host writes to the
+	// FederationCluster in and out of the steps' critical windows (fedop
+	// only).
+	phases  []stepTimes
+	skipped int
+	writes  writeCount
 }
 
 // results is everything a run measured.
@@ -42,11 +49,14 @@ type results struct {
 	phases  []phaseTime
 	total   time.Duration
 
-	fedop, sts *system
-	stsMember  string
-	observers  []*observer
+	fedop, sts, floor *system
+	stsMember         string
+	observers         []*observer
 
 	stepFedop, stepSTS, delayFedop, delaySTS []windowResult
+	// stepFloor and delayFloor are the floor controller's upgrades,
+	// interleaved with the others'.
+	stepFloor, delayFloor []windowResult
 	// operatorSteps and operatorMean are the manager's own account of the
 	// step-overhead rounds (fedop_rollout_step_overhead_seconds), beside
 	// the observer's.
@@ -60,6 +70,8 @@ type results struct {
 	members   membersResult
 	dead      deadResult
 	discovery discoveryResult
+	restart   restartResult
+	many      manyResult
 
 	// managerCmdline is the main manager's command line, and
 	// managerProbePeriod the freshness bound it runs with.
@@ -214,11 +226,13 @@ func (r *results) rows(o options) []row {
 	var rows []row
 	if r.fedop != nil && r.sts != nil {
 		rows = append(rows, r.stepRows(o)...)
+		rows = append(rows, r.floorRows(o)...)
 	} else {
 		rows = append(rows, notMeasured("1-3", "step overhead, rollout efficiency, API cost per step"))
 	}
 	if o.items[4] {
 		rows = append(rows, r.memoryRows(o)...)
+		rows = append(rows, r.issue19MemoryRows(o)...)
 	} else {
 		rows = append(rows, notMeasured("4", "memory per managed pod"))
 	}
@@ -241,6 +255,16 @@ func (r *results) rows(o options) []row {
 		rows = append(rows, r.freshnessRows()...)
 	} else {
 		rows = append(rows, notMeasured("8", "freshness: probe requests and manager CPU while idle, round trips per step"))
+	}
+	if o.items[10] {
+		rows = append(rows, r.restartRows(o)...)
+	} else {
+		rows = append(rows, notMeasured("10", "manager start to first step after a SIGKILL"))
+	}
+	if o.items[11] {
+		rows = append(rows, r.manyRows()...)
+	} else {
+		rows = append(rows, notMeasured("11", "FederationClusters upgraded at once: one pod at a time, step overhead p99, steps per second"))
 	}
 	return rows
 }
@@ -397,6 +421,7 @@ func (r *results) markdown(o options, rows []row) string {
 			r.writeDelayDetails(&b, o)
 		}
 		r.writeAPIDetails(&b)
+		r.writeFloorDetails(&b, o)
 	}
 	if len(r.memory) > 0 {
 		r.writeMemoryDetails(&b, o)
@@ -412,6 +437,12 @@ func (r *results) markdown(o options, rows []row) string {
 	}
 	if o.items[8] {
 		r.writeFreshnessDetails(&b, o)
+	}
+	if o.items[10] {
+		r.writeRestartDetails(&b, o)
+	}
+	if o.items[11] {
+		r.writeManyDetails(&b, o)
 	}
 
 	if r.micro != "" {
@@ -631,39 +662,14 @@ func (r *results) writeMissed(b *strings.Builder, o options, rows []row) {
 	for _, rw := range missed {
 		fmt.Fprintf(b, "\n**%s. %s**: %s against %s.\n\n", rw.item, rw.measure, rw.figure, rw.target)
 		switch {
+		case issue19Row(rw):
+			writeIssue19Missed(b, rw)
 		case rw.item == "5" || rw.item == "6":
 			r.writeMembersMissed(b, rw)
 		case rw.item == "7" || rw.item == "8":
 			writeDiscoveryFreshnessMissed(b, rw)
 		case strings.HasPrefix(rw.measure, "API writes"):
-			per := map[reqKey][]float64{}
-			for _, w := range r.stepFedop {
-				for k, v := range w.requests {
-					per[k] = append(per[k], v/float64(r.fedop.pods))
-				}
-			}
-			keys := slices.SortedFunc(maps.Keys(per), func(a, b reqKey) int {
-				return strings.Compare(a.cluster+a.method+a.code, b.cluster+b.method+b.code)
-			})
-			b.WriteString(mdRow("cluster", "method", "code", "per step (median of rounds)", "what"))
-			b.WriteString(mdRow("---", "---", "---", "---", "---"))
-			status, conflicts, events := 0.0, 0.0, 0.0
-			for _, k := range keys {
-				m := median(per[k])
-				b.WriteString(mdRow(k.cluster, k.method, k.code, fmt.Sprintf("%.2f", m), requestRole(k.cluster, k.method)))
-				switch {
-				case k.cluster == hostCluster && k.method == http.MethodPut:
-					status += m
-					if k.code == "409" {
-						conflicts += m
-					}
-				case k.cluster == hostCluster && k.method == http.MethodPost:
-					events += m
-				}
-			}
-			fmt.Fprintf(b, "\nA step needs at least three writes: a pod deletion and a pod creation in a member, and one status write naming the next pod "+
-				"(acknowledge, then act). Beyond them this run spent, per step, %.2f status writes more than one (%.2f of all status writes answered 409 Conflict) "+
-				"and %.2f Events (one `PodReplaced` per pod, and the operation's start and end).\n", max(0, status-1), conflicts, events)
+			r.writeWritesMissed(b)
 		case strings.HasPrefix(rw.measure, "RSS per managed pod"):
 			b.WriteString("The live heap per pod (what the last GC found reachable) is the size of the cached pods and their indexes; " +
 				"RSS also holds the garbage the Go runtime lets accumulate before its next collection (GOGC=100: up to the live heap again) " +
@@ -712,4 +718,37 @@ func (r *results) writeMissed(b *strings.Builder, o options, rows []row) {
 				ms(e2e.Percentile(pooled(r.delayFedop), 50)), ms(e2e.Percentile(pooled(r.delaySTS), 50)))
 		}
 	}
+}
+
+// writeWritesMissed explains a missed API writes target: the writes per
+// step by cluster, method and code.
+func (r *results) writeWritesMissed(b *strings.Builder) {
+	per := map[reqKey][]float64{}
+	for _, w := range r.stepFedop {
+		for k, v := range w.requests {
+			per[k] = append(per[k], v/float64(r.fedop.pods))
+		}
+	}
+	keys := slices.SortedFunc(maps.Keys(per), func(a, b reqKey) int {
+		return strings.Compare(a.cluster+a.method+a.code, b.cluster+b.method+b.code)
+	})
+	b.WriteString(mdRow("cluster", "method", "code", "per step (median of rounds)", "what"))
+	b.WriteString(mdRow("---", "---", "---", "---", "---"))
+	status, conflicts, events := 0.0, 0.0, 0.0
+	for _, k := range keys {
+		m := median(per[k])
+		b.WriteString(mdRow(k.cluster, k.method, k.code, fmt.Sprintf("%.2f", m), requestRole(k.cluster, k.method)))
+		switch {
+		case k.cluster == hostCluster && k.method == http.MethodPut:
+			status += m
+			if k.code == "409" {
+				conflicts += m
+			}
+		case k.cluster == hostCluster && k.method == http.MethodPost:
+			events += m
+		}
+	}
+	fmt.Fprintf(b, "\nA step needs at least three writes: a pod deletion and a pod creation in a member, and one status write naming the next pod "+
+		"(acknowledge, then act). Beyond them this run spent, per step, %.2f status writes more than one (%.2f of all status writes answered 409 Conflict) "+
+		"and %.2f Events (one `PodReplaced` per pod, and the operation's start and end).\n", max(0, status-1), conflicts, events)
 }

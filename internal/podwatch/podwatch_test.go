@@ -30,6 +30,12 @@ func pod(name, uid string, ready bool, ip string, terminating bool) *corev1.Pod 
 	return p
 }
 
+// scheduled returns p bound to a node.
+func scheduled(p *corev1.Pod) *corev1.Pod {
+	p.Spec.NodeName = "node-1"
+	return p
+}
+
 type event struct {
 	pod  *corev1.Pod
 	gone bool
@@ -44,16 +50,16 @@ func TestSetObserve(t *testing.T) {
 		events    []event
 		want      Record
 	}{{
-		name: "a life: created, IP, Ready, deleted, gone",
+		name: "a life: created, scheduled with an IP, Ready, deleted, gone",
 		events: []event{
 			{pod("p", "u", false, "", false), false, 1, Created},
-			{pod("p", "u", false, "10.0.0.1", false), false, 2, 0},
+			{scheduled(pod("p", "u", false, "10.0.0.1", false)), false, 2, 0},
 			{pod("p", "u", true, "10.0.0.1", false), false, 3, BecameReady},
 			{pod("p", "u", false, "10.0.0.1", true), false, 4, BecameUnready | Deleted},
 			{pod("p", "u", false, "10.0.0.1", true), true, 5, Gone},
 		},
 		want: Record{Member: "m", Name: "p", UID: "u", Labels: map[string]string{"c": "x"}, Image: "img:1", IP: "10.0.0.1",
-			FirstSeen: at(1), IPAt: at(2), ReadyAt: at(3), DeletedAt: at(4), GoneAt: at(5)},
+			FirstSeen: at(1), ScheduledAt: at(2), IPAt: at(2), ReadyAt: at(3), DeletedAt: at(4), GoneAt: at(5)},
 	}, {
 		name: "delete event without a terminating update: deleted and gone at once",
 		events: []event{

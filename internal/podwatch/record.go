@@ -38,13 +38,14 @@ type Record struct {
 	IP string
 	// Ready is the instance's readiness as last seen (false once gone).
 	Ready bool
-	// FirstSeen is when the instance was first seen; ReadyAt when it was
-	// first seen Ready; UnreadyAt when it was last seen turning not Ready
+	// FirstSeen is when the instance was first seen; ScheduledAt when it
+	// was first seen with spec.nodeName; ReadyAt when it was first seen
+	// Ready; UnreadyAt when it was last seen turning not Ready
 	// while not being deleted (it crashed or failed); IPAt when it was
 	// first seen with an IP; DeletedAt when its deletionTimestamp (or its
 	// delete event, if no update showed one) was first seen; GoneAt when
 	// its delete event came. Zero: not seen (yet).
-	FirstSeen, ReadyAt, UnreadyAt, IPAt, DeletedAt, GoneAt time.Time
+	FirstSeen, ScheduledAt, ReadyAt, UnreadyAt, IPAt, DeletedAt, GoneAt time.Time
 }
 
 // Live reports whether the instance is neither terminating nor gone.
@@ -98,6 +99,9 @@ func (s *Set) Observe(member string, pod *corev1.Pod, gone bool, at time.Time) (
 	}
 	if !r.GoneAt.IsZero() {
 		return r, ch
+	}
+	if r.ScheduledAt.IsZero() && !gone && pod.Spec.NodeName != "" {
+		r.ScheduledAt = at
 	}
 	if r.IP == "" && !gone && pod.Status.PodIP != "" {
 		r.IP, r.IPAt = pod.Status.PodIP, at

@@ -1,0 +1,240 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	listersv1 "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/rest"
+	toolscache "k8s.io/client-go/tools/cache"
+
+	"github.com/fedop-io/fedop/internal/podwatch"
+)
+
+// floorLabel marks the floor controller's pods (value "floor"): neither
+// fedop (no managed-by label) nor the StatefulSet (no app=ref) nor their
+// observers select them.
+const floorLabel = "bench.fedop.io/controller"
+
+// floorLabels are the labels of the floor controller's pods.
+func floorLabels() map[string]string { return map[string]string{floorLabel: "floor"} }
+
+// floorDescription says what the floor controller does and does not do;
+// the report prints it beside its figures.
+const floorDescription = "The floor controller (`hack/bench/floor.go`) is a reference, not a competitor: " +
+	"the least a cross-cluster, one-pod-at-a-time controller can do on this lab. It runs inside the benchmark process, " +
+	"watches its own pods (label `" + floorLabel + "=floor`) in the members with client-go informers, and to roll its pods " +
+	"deletes one (UID precondition), recreates it under the same name with the new image when its informer delivers the delete event, " +
+	"waits for its informer to show the replacement Ready, and goes on to the next, alternating members. " +
+	"It has no host cluster, no status, no acknowledgement before a deletion, no workqueue, no retries, no safety checks " +
+	"(it never re-checks a step before acting, never looks at other pods' health, never guards against a second controller), " +
+	"and it does not survive a restart: its progress lives only in its own goroutine."
+
+// floorController is the floor of issue 19: the least a cross-cluster,
+// one-pod-at-a-time controller can do on the lab, measured beside fedop
+// and the StatefulSet by the same observer. It is a reference, not a
+// competitor. It watches its own pods (floorLabel) in the members with
+// client-go informers; to roll them it deletes one (UID precondition),
+// recreates it under the same name with the new image when its informer
+// delivers the delete event, waits for its informer to show the
+// replacement Ready, and goes on to the next, alternating members. It has
+// no host cluster, no status, no acknowledgement before a deletion, no
+// workqueue, no retries and no safety checks (it never re-checks a step
+// before acting, never looks at other pods' health, never guards against
+// a second controller), and it does not survive a restart: its progress
+// lives only in its goroutine. Its pods are named floor-<i>, perMember of
+// them in each member, all created by it. floorDescription says the same
+// in the report.
+type floorController struct {
+	members []string
+	clients map[string]kubernetes.Interface
+	listers map[string]listersv1.PodNamespaceLister
+	w       *podwatch.Watch
+	// changed is signalled (without blocking) on every pod event: the roll
+	// loop then looks at the listers again, which informers update before
+	// they call handlers.
+	changed chan struct{}
+	// order is the roll order: (member, name) pairs alternating members.
+	order [][2]string
+
+	// ctx is the controller's lifetime, ended by stop: a roll runs under
+	// it, not under the context of the call that started it, which
+	// runUpgrade ends as soon as the observer saw the last pod Ready,
+	// possibly before the controller's own informer did.
+	ctx    context.Context
+	cancel context.CancelFunc
+
+	// mu guards done and err: the roll of one upgrade runs in a goroutine
+	// of its own, as a controller would.
+	mu   sync.Mutex
+	done chan struct{}
+	err  error
+}
+
+// startFloor starts the floor controller's informers on members (name to
+// config) and creates its perMember pods in each at image, and returns
+// without waiting for them to be Ready.
+func startFloor(ctx context.Context, cfgs map[string]*rest.Config, clients map[string]kubernetes.Interface,
+	perMember int, image string) (*floorController, error) {
+	f := &floorController{members: slices.Sorted(maps.Keys(cfgs)), clients: clients, listers: map[string]listersv1.PodNamespaceLister{},
+		changed: make(chan struct{}, 1)}
+	f.ctx, f.cancel = context.WithCancel(context.Background())
+	notify := func() {
+		select {
+		case f.changed <- struct{}{}:
+		default:
+		}
+	}
+	var pods []toolscache.SharedIndexInformer
+	var err error
+	opts := podwatch.Options{Members: fastConfigs(cfgs), Namespace: namespace, Selector: func(string) string { return floorSelector() }}
+	f.w, err = podwatch.StartInformers(ctx, opts,
+		func(fac informers.SharedInformerFactory) toolscache.SharedIndexInformer {
+			// Called once per member, in sorted order: f.members's.
+			inf := fac.Core().V1().Pods().Informer()
+			pods = append(pods, inf)
+			return inf
+		}, func(string, any, bool, time.Time) { notify() })
+	if err != nil {
+		f.cancel()
+		return nil, err
+	}
+	for i, m := range f.members {
+		f.listers[m] = listersv1.NewPodLister(pods[i].GetIndexer()).Pods(namespace)
+	}
+	for i := range perMember {
+		for _, m := range f.members {
+			f.order = append(f.order, [2]string{m, fmt.Sprintf("floor-%d", i)})
+		}
+	}
+	for _, p := range f.order {
+		_, err := clients[p[0]].CoreV1().Pods(namespace).Create(ctx, floorPod(p[1], image, 0), metav1.CreateOptions{})
+		if err != nil && !apierrors.IsAlreadyExists(err) {
+			f.stop()
+			return nil, fmt.Errorf("floor controller: creating %s/%s: %w", p[0], p[1], err)
+		}
+	}
+	return f, nil
+}
+
+// floorPod is the floor controller's pod name at image, Ready delay after
+// it is scheduled when delay is positive (the lab's kwok Stage).
+func floorPod(name, image string, delay time.Duration) *corev1.Pod {
+	t := podTemplate(floorLabels(), "floor", image)
+	if delay > 0 {
+		t.Annotations[delayAnnotation] = delay.String()
+	}
+	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace, Labels: t.Labels, Annotations: t.Annotations}, Spec: t.Spec}
+}
+
+// stop ends the informers; the pods stay (clearWorkloads or the lab's end
+// removes them).
+func (f *floorController) stop() {
+	f.cancel()
+	f.w.Stop()
+}
+
+// system returns the floor controller as a system under test, its pods
+// watched by obs.
+func (f *floorController) system(obs *observer) *system {
+	return &system{
+		name: "floor",
+		pods: len(f.order),
+		obs:  obs,
+		upgrade: func(_ context.Context, image string, delay time.Duration) error {
+			f.mu.Lock()
+			defer f.mu.Unlock()
+			f.done, f.err = make(chan struct{}), nil
+			// The roll outlives the call, as a controller's work outlives
+			// the spec write that started it.
+			go func(done chan struct{}) {
+				err := f.roll(f.ctx, image, delay)
+				f.mu.Lock()
+				f.err = err
+				f.mu.Unlock()
+				close(done)
+			}(f.done)
+			return nil
+		},
+		settled: func(ctx context.Context) error {
+			f.mu.Lock()
+			done := f.done
+			f.mu.Unlock()
+			if done == nil {
+				return nil
+			}
+			select {
+			case <-done:
+			case <-ctx.Done():
+				return fmt.Errorf("floor controller: %w", ctx.Err())
+			}
+			f.mu.Lock()
+			defer f.mu.Unlock()
+			return f.err
+		},
+	}
+}
+
+// roll replaces every pod not at image, one at a time in f.order.
+func (f *floorController) roll(ctx context.Context, image string, delay time.Duration) error {
+	for _, p := range f.order {
+		m, name := p[0], p[1]
+		pods := f.clients[m].CoreV1().Pods(namespace)
+		old, err := f.listers[m].Get(name)
+		if err != nil {
+			return fmt.Errorf("floor controller: %s/%s: %w", m, name, err)
+		}
+		if old.Spec.Containers[0].Image == image {
+			continue
+		}
+		uid := old.UID
+		if err := pods.Delete(ctx, name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}}); err != nil {
+			return fmt.Errorf("floor controller: deleting %s/%s: %w", m, name, err)
+		}
+		// The delete event: the name is free again.
+		if err := f.waitFor(ctx, m, name, func(p *corev1.Pod) bool { return p == nil || p.UID != uid }); err != nil {
+			return err
+		}
+		if _, err := pods.Create(ctx, floorPod(name, image, delay), metav1.CreateOptions{}); err != nil {
+			return fmt.Errorf("floor controller: creating %s/%s: %w", m, name, err)
+		}
+		if err := f.waitFor(ctx, m, name, func(p *corev1.Pod) bool { return p != nil && p.UID != uid && podwatch.Ready(p) }); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// waitFor returns once ok holds for pod name of member m in the informer's
+// cache (nil when absent), checked on every pod event.
+func (f *floorController) waitFor(ctx context.Context, m, name string, ok func(*corev1.Pod) bool) error {
+	for {
+		p, err := f.listers[m].Get(name)
+		if err != nil && !apierrors.IsNotFound(err) {
+			return err
+		}
+		if ok(p) {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("floor controller: waiting for %s/%s: %w", m, name, ctx.Err())
+		case <-f.changed:
+		}
+	}
+}
+
+// floorSelector selects the floor controller's pods.
+func floorSelector() string {
+	return labels.SelectorFromSet(floorLabels()).String()
+}

@@ -1,0 +1,85 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+)
+
+// How the benchmark runs the floor controller (floor.go) beside fedop
+// and the StatefulSet in items 1 and 2, and what it adds to each upgrade.
+
+// setupFloor starts the floor controller beside fedop and the StatefulSet
+// of items 1 and 2, on the same two members with as many pods as fedop's
+// FederationCluster (fcName, whose writes it also starts watching for item
+// 9), with an observer of its own built like theirs.
+func (b *bench) setupFloor(ctx context.Context, image, fcName string) error {
+	ms := b.options.members[:2]
+	cfgs := map[string]*rest.Config{}
+	clients := map[string]kubernetes.Interface{}
+	for _, m := range ms {
+		cfgs[m], clients[m] = b.memberCfgs[m], b.members[m]
+	}
+	obs, err := startObserver(ctx, cfgs, namespace, floorSelector())
+	if err != nil {
+		return err
+	}
+	b.res.observers = append(b.res.observers, obs)
+	perMember := b.res.fedop.pods / len(ms)
+	if b.floor, err = startFloor(ctx, cfgs, clients, perMember, image); err != nil {
+		return err
+	}
+	b.cleanup(b.floor.stop)
+	b.res.floor = b.floor.system(obs)
+	if b.stepWrites, err = startFCWriteWatch(ctx, b.hostCfg, namespace, fcName); err != nil {
+		return err
+	}
+	b.cleanup(b.stepWrites.stop)
+	return nil
+}
+
+// stopFloor stops the floor controller and deletes its pods, so that
+// later items find the members as before.
+func (b *bench) stopFloor(ctx context.Context) error {
+	if b.floor == nil {
+		return nil
+	}
+	b.floor.stop()
+	for _, m := range b.floor.members {
+		err := b.members[m].CoreV1().Pods(namespace).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: new(int64)},
+			metav1.ListOptions{LabelSelector: floorSelector()})
+		if err != nil {
+			return fmt.Errorf("deleting the floor controller's pods in %s: %w", m, err)
+		}
+	}
+	return nil
+}
+
+// afterUpgrade adds to w, an upgrade of s just measured, its steps part by
+// part and, for fedop, the FederationCluster's writes in and out of their
+// critical windows, counted from the upgrade's start to now (its
+// completion recorded, and the events' grace passed).
+func (b *bench) afterUpgrade(s *system, w *windowResult) {
+	w.phases, w.skipped = computePhases(s.obs.records(), w.rollout.start)
+	if s == b.res.fedop && b.stepWrites != nil {
+		w.writes = attributeWrites(b.stepWrites.times(), w.phases, w.rollout.start, time.Now())
+		b.logf("  host writes to FederationCluster step: %d inside the %d steps' critical windows, %d outside",
+			w.writes.inside, w.writes.steps, w.writes.outside)
+	}
+}
+
+// systems are the systems of items 1 and 2 that exist, in the order their
+// upgrades take turns.
+func (r *results) systems() []*system {
+	var out []*system
+	for _, s := range []*system{r.fedop, r.sts, r.floor} {
+		if s != nil {
+			out = append(out, s)
+		}
+	}
+	return out
+}

@@ -1,0 +1,183 @@
+package main
+
+import (
+	"sort"
+	"time"
+
+	"github.com/fedop-io/fedop/api/v1alpha1"
+)
+
+// stepTimes is one step of a rollout as the observer saw it: the times
+// from the previous step's replacement seen Ready (the anchor; with a
+// readiness delay D, the step's cycle includes D) to each part of this
+// step. A part not seen is negative.
+type stepTimes struct {
+	// anchor is when the previous step's replacement was seen Ready;
+	// deletedAt when this step's pod was seen with a deletionTimestamp.
+	anchor, deletedAt time.Time
+	// deletion is deletedAt - anchor (the step overhead); gone the delete
+	// event; created the replacement first seen; scheduled its
+	// spec.nodeName first seen; ready its Ready first seen.
+	deletion, gone, created, scheduled, ready time.Duration
+}
+
+// replacementOf returns the replacement of deleted instance prev in recs:
+// the first instance seen since prev's deletion with the same cluster and
+// name (fedop, the StatefulSet and the floor controller keep a pod's name),
+// or nil.
+func replacementOf(recs []podRecord, prev podRecord) *podRecord {
+	var repl *podRecord
+	for j := range recs {
+		r := &recs[j]
+		if r.Member != prev.Member || r.Name != prev.Name || r.UID == prev.UID || r.FirstSeen.Before(prev.DeletedAt) {
+			continue
+		}
+		if repl == nil || r.FirstSeen.Before(repl.FirstSeen) {
+			repl = r
+		}
+	}
+	return repl
+}
+
+// deletedSince returns the instances of recs whose deletion was seen at or
+// after start, in the order seen.
+func deletedSince(recs []podRecord, start time.Time) []podRecord {
+	var out []podRecord
+	for _, r := range recs {
+		if !r.DeletedAt.IsZero() && !r.DeletedAt.Before(start) {
+			out = append(out, r)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].DeletedAt.Before(out[j].DeletedAt) })
+	return out
+}
+
+// computePhases returns the steps of the rollout that started at start
+// (every deletion after the first), each with its parts, and how many
+// steps were left out because the previous replacement was not seen Ready
+// before the deletion (an overlap, as computeSteps counts them).
+func computePhases(recs []podRecord, start time.Time) (steps []stepTimes, skipped int) {
+	deleted := deletedSince(recs, start)
+	since := func(anchor, t time.Time) time.Duration {
+		if t.IsZero() {
+			return -1
+		}
+		return t.Sub(anchor)
+	}
+	for i := 1; i < len(deleted); i++ {
+		prev, next := deleted[i-1], deleted[i]
+		pr := replacementOf(recs, prev)
+		if pr == nil || pr.ReadyAt.IsZero() || pr.ReadyAt.After(next.DeletedAt) {
+			skipped++
+			continue
+		}
+		a := pr.ReadyAt
+		st := stepTimes{anchor: a, deletedAt: next.DeletedAt, deletion: next.DeletedAt.Sub(a), gone: since(a, next.GoneAt),
+			created: -1, scheduled: -1, ready: -1}
+		if nr := replacementOf(recs, next); nr != nil {
+			st.created, st.scheduled, st.ready = since(a, nr.FirstSeen), since(a, nr.ScheduledAt), since(a, nr.ReadyAt)
+		}
+		steps = append(steps, st)
+	}
+	return steps, skipped
+}
+
+// phaseMedians is the median of each part over steps, parts not seen left
+// out; n is the number of steps.
+type phaseMedians struct {
+	n                                         int
+	deletion, gone, created, scheduled, ready time.Duration
+}
+
+func medianPhases(steps []stepTimes) phaseMedians {
+	pick := func(f func(stepTimes) time.Duration) time.Duration {
+		var ds []time.Duration
+		for _, s := range steps {
+			if d := f(s); d >= 0 {
+				ds = append(ds, d)
+			}
+		}
+		return median(ds)
+	}
+	return phaseMedians{
+		n:         len(steps),
+		deletion:  pick(func(s stepTimes) time.Duration { return s.deletion }),
+		gone:      pick(func(s stepTimes) time.Duration { return s.gone }),
+		created:   pick(func(s stepTimes) time.Duration { return s.created }),
+		scheduled: pick(func(s stepTimes) time.Duration { return s.scheduled }),
+		ready:     pick(func(s stepTimes) time.Duration { return s.ready }),
+	}
+}
+
+// writeCount is how many host writes fell inside the steps' critical
+// windows and how many outside them, within a rollout.
+type writeCount struct {
+	steps, inside, outside int
+}
+
+// attributeWrites sorts the write times writes, stamped on receipt, into
+// the critical windows of steps (from anchor, inclusive, to deletedAt,
+// exclusive: the previous replacement seen Ready to the next deletion
+// seen) and the rest of [from, to]; writes outside [from, to] are not
+// counted.
+func attributeWrites(writes []time.Time, steps []stepTimes, from, to time.Time) writeCount {
+	c := writeCount{steps: len(steps)}
+	for _, w := range writes {
+		if w.Before(from) || w.After(to) {
+			continue
+		}
+		in := false
+		for _, s := range steps {
+			if !w.Before(s.anchor) && w.Before(s.deletedAt) {
+				in = true
+				break
+			}
+		}
+		if in {
+			c.inside++
+		} else {
+			c.outside++
+		}
+	}
+	return c
+}
+
+// unavailability is one pod of a group unavailable: from its deletion
+// seen to its replacement seen Ready (end zero: never seen Ready).
+type unavailability struct {
+	group, pod string
+	start, end time.Time
+}
+
+// oneAtATimeViolations returns, for each group (FederationCluster) of
+// recs, the instances deleted at or after start whose unavailability began
+// while another pod of the same group was still unavailable: a rollout
+// that was not one pod at a time, as the observer saw it.
+func oneAtATimeViolations(recs []podRecord, start time.Time) []unavailability {
+	byGroup := map[string][]unavailability{}
+	for _, r := range deletedSince(recs, start) {
+		u := unavailability{group: r.Labels[v1alpha1.LabelInstance], pod: r.Member + "/" + r.Name, start: r.DeletedAt}
+		if repl := replacementOf(recs, r); repl != nil {
+			u.end = repl.ReadyAt
+		}
+		byGroup[r.Labels[v1alpha1.LabelInstance]] = append(byGroup[r.Labels[v1alpha1.LabelInstance]], u)
+	}
+	var out []unavailability
+	for _, us := range byGroup {
+		// us is in deletion order (deletedSince sorts).
+		var busyUntil time.Time
+		forever := false
+		for i, u := range us {
+			if i > 0 && (forever || u.start.Before(busyUntil)) {
+				out = append(out, u)
+			}
+			if u.end.IsZero() {
+				forever = true
+			} else if u.end.After(busyUntil) {
+				busyUntil = u.end
+			}
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].start.Before(out[j].start) })
+	return out
+}

@@ -1,0 +1,216 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/fedop-io/fedop/e2e"
+)
+
+// Targets of issue 19 (Performance) measured beside items 1 and 2.
+const (
+	// targetFloorP50 and targetFloorP99 are the most fedop's step overhead
+	// may be, as a multiple of the floor controller's, at p50 and p99.
+	targetFloorP50 = 1.5
+	targetFloorP99 = 2.0
+	// targetCriticalWrites is the host writes a step may make between the
+	// previous replacement seen Ready and its deletion seen.
+	targetCriticalWrites = 0.0
+	// referenceTarget is the target of a reference system's figure.
+	referenceTarget = "reference"
+)
+
+// ratio returns a / b, 0 when b is not positive.
+func ratio(a, b time.Duration) float64 {
+	if b <= 0 {
+		return 0
+	}
+	return float64(a) / float64(b)
+}
+
+// floorRows are the rows of issue 19 measured with items 1 and 2: the
+// floor controller beside fedop and the StatefulSet, and the host writes
+// on a step's critical path (item 9).
+func (r *results) floorRows(o options) []row {
+	if r.floor == nil || len(r.stepFloor) == 0 {
+		return nil
+	}
+	fp50, fp99 := median(roundPercentiles(r.stepFedop, 50)), median(roundPercentiles(r.stepFedop, 99))
+	lp50, lp90, lp99 := median(roundPercentiles(r.stepFloor, 50)), median(roundPercentiles(r.stepFloor, 90)), median(roundPercentiles(r.stepFloor, 99))
+	r50, r99 := ratio(fp50, lp50), ratio(fp99, lp99)
+	rows := []row{
+		{"1", fmt.Sprintf("step overhead, floor controller (%d pods over 2 members; p50/p90/p99, median of %d rounds)", r.floor.pods, len(r.stepFloor)),
+			fmt.Sprintf("%s / %s / %s", ms(lp50), ms(lp90), ms(lp99)), referenceTarget, "-"},
+		{"1", "step overhead p50, fedop / floor controller (same run, same observer)", fmt.Sprintf("%.2f (%s / %s)", r50, ms(fp50), ms(lp50)),
+			fmt.Sprintf("<= %.1f", targetFloorP50), metStr(lp50 > 0 && r50 <= targetFloorP50)},
+		{"1", "step overhead p99, fedop / floor controller", fmt.Sprintf("%.2f (%s / %s)", r99, ms(fp99), ms(lp99)),
+			fmt.Sprintf("<= %.1f", targetFloorP99), metStr(lp99 > 0 && r99 <= targetFloorP99)},
+	}
+	if len(r.delayFedop) > 0 && len(r.delayFloor) > 0 {
+		fe := median(efficiencies(r.delayFedop, r.fedop.pods, o.delay))
+		se := median(efficiencies(r.delaySTS, r.sts.pods, o.delay))
+		le := median(efficiencies(r.delayFloor, r.floor.pods, o.delay))
+		rows = append(rows,
+			row{"2", fmt.Sprintf("rollout efficiency (N x D / total, D=%s), fedop vs StatefulSet, same run (floor controller beside)", o.delay),
+				fmt.Sprintf("%.3f vs %.3f (floor %.3f)", fe, se, le), "fedop >= StatefulSet", metStr(fe >= se)})
+	}
+	var steps, inside, outside int
+	for _, w := range append(append([]windowResult{}, r.stepFedop...), r.delayFedop...) {
+		steps += w.writes.steps
+		inside += w.writes.inside
+		outside += w.writes.outside
+	}
+	if steps > 0 {
+		in, out := float64(inside)/float64(steps), float64(outside)/float64(steps)
+		rows = append(rows,
+			row{"9", "host writes on a step's critical path (FederationCluster writes seen between the previous replacement seen Ready and the next deletion seen), per step",
+				fmt.Sprintf("%.2f (%d in %d steps)", in, inside, steps), fmt.Sprintf("%.0f", targetCriticalWrites), metStr(in <= targetCriticalWrites)},
+			row{"9", "host writes outside the critical path, per step (same rollouts)", fmt.Sprintf("%.2f (%d)", out, outside), reported, "-"})
+	}
+	return rows
+}
+
+// writeFloorDetails writes the sections of the floor controller, the
+// per-step phases and the host writes on the critical path.
+func (r *results) writeFloorDetails(b *strings.Builder, o options) {
+	if r.floor == nil || len(r.stepFloor) == 0 {
+		return
+	}
+	b.WriteString("\n## 1-2. The floor controller\n\n")
+	b.WriteString(floorDescription + "\n\n")
+	fmt.Fprintf(b, "Its %d pods (%d in each of %s) roll in the same run as fedop's and the StatefulSet's, their upgrades taking turns "+
+		"(fedop, StatefulSet, floor in each round), watched by an observer built as theirs. Readiness immediate (item 1):\n\n",
+		r.floor.pods, r.floor.pods/2, strings.Join(o.members[:2], " and "))
+	b.WriteString(mdRow("round", "system", "rollout", "steps", "p50", "p90", "p99", "max", "overlaps"))
+	b.WriteString(mdRow("---", "---", "---", "---", "---", "---", "---", "---", "---"))
+	for i := range r.stepFloor {
+		for _, ws := range [][]windowResult{r.stepFedop, r.stepSTS, r.stepFloor} {
+			if i >= len(ws) {
+				continue
+			}
+			w := ws[i]
+			s := w.rollout.steps
+			b.WriteString(mdRow(fmt.Sprint(i+1), w.rollout.system, ms(w.rollout.total()), fmt.Sprint(len(s.overheads)),
+				ms(e2e.Percentile(s.overheads, 50)), ms(e2e.Percentile(s.overheads, 90)), ms(e2e.Percentile(s.overheads, 99)),
+				ms(e2e.Percentile(s.overheads, 100)), fmt.Sprint(s.overlaps)))
+		}
+	}
+	lp := pooled(r.stepFloor)
+	fmt.Fprintf(b, "\nAll rounds pooled: floor controller p50 %s, p90 %s, p99 %s over %d steps.\n",
+		ms(e2e.Percentile(lp, 50)), ms(e2e.Percentile(lp, 90)), ms(e2e.Percentile(lp, 99)), len(lp))
+	if len(r.delayFloor) > 0 {
+		fmt.Fprintf(b, "\nWith the readiness delay D = %s (item 2):\n\n", o.delay)
+		b.WriteString(mdRow("round", "system", "total", "floor N x D", "efficiency"))
+		b.WriteString(mdRow("---", "---", "---", "---", "---"))
+		for i := range r.delayFloor {
+			for _, x := range []struct {
+				ws   []windowResult
+				pods int
+			}{{r.delayFedop, r.fedop.pods}, {r.delaySTS, r.sts.pods}, {r.delayFloor, r.floor.pods}} {
+				if i >= len(x.ws) {
+					continue
+				}
+				w := x.ws[i]
+				nd := time.Duration(x.pods) * o.delay
+				b.WriteString(mdRow(fmt.Sprint(i+1), w.rollout.system, ms(w.rollout.total()), nd.String(), fmt.Sprintf("%.3f", float64(nd)/float64(w.rollout.total()))))
+			}
+		}
+	}
+	r.writePhases(b, o)
+	r.writeCriticalWrites(b)
+}
+
+// writePhases writes the per-step phase table of each system, item 2's
+// rounds (and item 1's).
+func (r *results) writePhases(b *strings.Builder, o options) {
+	b.WriteString("\n## 2. Where a step's time goes\n\n")
+	b.WriteString("For each step (every deletion but a rollout's first), the times from the previous step's replacement seen Ready to: " +
+		"this step's pod seen with a deletionTimestamp (the step overhead), its delete event (pod gone), its replacement first seen (created), " +
+		"the replacement first seen with spec.nodeName (scheduled), and the replacement seen Ready. All are the observer's receive times; " +
+		"each column is the median over every step of the rounds, so the columns need not add up. With the readiness delay, Ready includes D.\n\n")
+	b.WriteString(mdRow("rounds", "system", "steps", "deletion seen", "pod gone", "created", "scheduled", "Ready", "steps left out (overlap)"))
+	b.WriteString(mdRow("---", "---", "---", "---", "---", "---", "---", "---", "---"))
+	for _, set := range []struct {
+		what string
+		ws   [][]windowResult
+	}{
+		{fmt.Sprintf("item 2 (D = %s)", o.delay), [][]windowResult{r.delayFedop, r.delaySTS, r.delayFloor}},
+		{"item 1 (Ready at once)", [][]windowResult{r.stepFedop, r.stepSTS, r.stepFloor}},
+	} {
+		for _, ws := range set.ws {
+			if len(ws) == 0 {
+				continue
+			}
+			var steps []stepTimes
+			skipped := 0
+			for _, w := range ws {
+				steps = append(steps, w.phases...)
+				skipped += w.skipped
+			}
+			m := medianPhases(steps)
+			b.WriteString(mdRow(set.what, ws[0].rollout.system, fmt.Sprint(m.n), ms(m.deletion), ms(m.gone), ms(m.created), ms(m.scheduled), ms(m.ready), fmt.Sprint(skipped)))
+		}
+	}
+}
+
+// writeCriticalWrites writes item 9's section.
+func (r *results) writeCriticalWrites(b *strings.Builder) {
+	b.WriteString("\n## 9. Host writes on a step's critical path\n\n")
+	b.WriteString("A watch of the FederationCluster `step` on the host, in the benchmark, stamps on receipt each change of its resourceVersion " +
+		"(every write that landed: status or spec; a write that changed nothing keeps the resourceVersion and is not seen). " +
+		"Each is attributed to the critical window of the step it falls in, from the previous replacement seen Ready (inclusive) to the next deletion seen (exclusive), " +
+		"or counted outside when it falls elsewhere between the upgrade's start and its completion recorded. " +
+		"The stamps are receive times: a write lands before its event arrives, so a write made just before a deletion may be seen after it " +
+		"and counted outside; the deletion is seen through another watch, of another cluster's API server.\n\n")
+	b.WriteString(mdRow("rounds", "round", "steps", "writes inside", "writes outside"))
+	b.WriteString(mdRow("---", "---", "---", "---", "---"))
+	for _, set := range []struct {
+		what string
+		ws   []windowResult
+	}{{"item 1", r.stepFedop}, {"item 2", r.delayFedop}} {
+		for i, w := range set.ws {
+			b.WriteString(mdRow(set.what, fmt.Sprint(i+1), fmt.Sprint(w.writes.steps), fmt.Sprint(w.writes.inside), fmt.Sprint(w.writes.outside)))
+		}
+	}
+}
+
+// targetBytesPerPod19 is issue 19's RSS per managed pod.
+const targetBytesPerPod19 = 4 * 1024
+
+// issue19MemoryRows is issue 19's row of item 4: the same RSS per managed
+// pod as memoryRows, against issue 19's target.
+func (r *results) issue19MemoryRows(o options) []row {
+	unrel, full := r.memoryPoint(memLabel(o.memBase, o.unrelated)), r.memoryPoint(memLabel(o.memTotal, o.unrelated))
+	if unrel == nil || full == nil {
+		return nil
+	}
+	perPod := (full.rss - unrel.rss) / float64(o.memTotal-o.memBase)
+	return []row{{"4", "RSS per managed pod, issue 19's target (the row above's figure)", fmt.Sprintf("%.2f KiB", perPod/1024),
+		"<= 4 KiB", metStr(perPod <= targetBytesPerPod19)}}
+}
+
+// issue19Row reports whether rw is one of issue 19's rows.
+func issue19Row(rw row) bool {
+	return rw.item == "9" || rw.item == "10" || rw.item == "11" || strings.Contains(rw.measure, "floor") || strings.Contains(rw.measure, "issue 19")
+}
+
+// writeIssue19Missed explains a missed target of issue 19 by pointing at
+// the run's own evidence.
+func writeIssue19Missed(b *strings.Builder, rw row) {
+	switch rw.item {
+	case "9":
+		b.WriteString("Section 9 gives the writes of each round inside and outside the critical windows; " +
+			"section 2 (where a step's time goes) shows how long those windows are.\n")
+	case "10":
+		b.WriteString("Section 10 gives every restart: the time to every member connected beside the time to the first step, " +
+			"and whether the killed manager had left a replacement to create.\n")
+	case "11":
+		b.WriteString("Section 11 gives each round's step overheads and names every violation.\n")
+	case "4":
+		b.WriteString("Section 4 gives the live heap beside RSS, and the heap profile when the manager serves one.\n")
+	default:
+		b.WriteString("Section 2 (where a step's time goes) splits the steps of fedop, the StatefulSet and the floor controller into their parts, " +
+			"and section 9 counts the host writes inside each step's critical window.\n")
+	}
+}
