@@ -31,11 +31,16 @@ const memberWriteTimeout = 10 * time.Second
 const silentMemberWriteTimeout = time.Second
 
 // act carries out plan in the members, after the status write recorded it
-// (prev is the operation status held before: a completed step is counted
-// in it): headless Services and their EndpointSlices first (pods find each
-// other through them: discovery.go), then the claims, then the planned
-// creations, then the failed pods' deletions (repairs), then the one
-// disruptive deletion. Creations and deletions are recorded as
+// or on the acknowledgement status already held (preAcknowledged; prev is
+// the operation status held before: a completed step is counted in it):
+// the one disruptive deletion first, then headless Services and their
+// EndpointSlices (pods find each other through them: discovery.go), then
+// the claims, then the planned creations, then the failed pods' deletions
+// (repairs). The deletion goes first because the planner has just checked
+// it against the caches and it is the step's critical path; what discovery
+// writes then (readiness flags, new IPs) does not decide whether a peer
+// can be resolved, since the Services publish not-ready addresses; the
+// creations still wait for it. Creations and deletions are recorded as
 // expectations, so a reconcile that runs before the caches catch up waits
 // rather than writing again. Each member write has its own deadline, so a
 // member that stopped answering costs its own writes only. What failed is
@@ -49,8 +54,18 @@ func (r *Reconciler) act(ctx context.Context, fc *v1alpha1.FederationCluster, ob
 		errs = append(errs, err)
 		issues.failed = append(issues.failed, err.Error())
 	}
-	// Discovery (discovery.go): Services and EndpointSlices first; a
-	// component's pods are created in a member only once they are in place.
+	deleted := false
+	if d := plan.Delete; d != nil {
+		if err := r.deletePod(ctx, fc, obs, *d); err != nil {
+			failed(err)
+		} else {
+			r.expectations.expectDelete(key, *d, obs.now)
+			deleted = true
+		}
+	}
+	// Discovery (discovery.go): Services and EndpointSlices before any
+	// creation; a component's pods are created in a member only once they
+	// are in place.
 	inPlace, discoveryErrs := r.syncDiscovery(ctx, fc, obs)
 	for _, err := range discoveryErrs {
 		failed(err)
@@ -89,15 +104,6 @@ func (r *Reconciler) act(ctx context.Context, fc *v1alpha1.FederationCluster, ob
 	for _, c := range plan.Expand {
 		if err := r.expandClaim(ctx, obs, c); err != nil {
 			failed(err)
-		}
-	}
-	deleted := false
-	if d := plan.Delete; d != nil {
-		if err := r.deletePod(ctx, fc, obs, *d); err != nil {
-			failed(err)
-		} else {
-			r.expectations.expectDelete(key, *d, obs.now)
-			deleted = true
 		}
 	}
 	r.steps.record(key, prev, plan, deleted)
