@@ -46,7 +46,9 @@ const silentMemberWriteTimeout = time.Second
 // member that stopped answering costs its own writes only. What failed is
 // kept for the next status (actIssues) and returned, for a rate-limited
 // retry.
-func (r *Reconciler) act(ctx context.Context, fc *v1alpha1.FederationCluster, obs *observation, plan rollout.Plan, prev v1alpha1.OperationType) error {
+func (r *Reconciler) act(
+	ctx context.Context, fc *v1alpha1.FederationCluster, obs *observation, plan rollout.Plan, prev v1alpha1.OperationType, times *stepTimes,
+) error {
 	key := client.ObjectKeyFromObject(fc)
 	var errs []error
 	var issues actIssues
@@ -56,7 +58,10 @@ func (r *Reconciler) act(ctx context.Context, fc *v1alpha1.FederationCluster, ob
 	}
 	deleted := false
 	if d := plan.Delete; d != nil {
-		if err := r.deletePod(ctx, fc, obs, *d); err != nil {
+		times.deleteSent = r.clock.Now()
+		err := r.deletePod(ctx, fc, obs, *d)
+		times.deleted = r.clock.Now()
+		if err != nil {
 			failed(err)
 		} else {
 			r.expectations.expectDelete(key, *d, obs.now)
@@ -106,7 +111,7 @@ func (r *Reconciler) act(ctx context.Context, fc *v1alpha1.FederationCluster, ob
 			failed(err)
 		}
 	}
-	r.steps.record(key, prev, plan, deleted)
+	r.steps.record(key, prev, plan, deleted, times)
 	r.issues.set(key, issues)
 	return errors.Join(errs...)
 }

@@ -73,7 +73,9 @@ func (r *Reconciler) acknowledge(
 // record writes status over fc's, an update with fc's resourceVersion as
 // precondition, and remembers the write (statusWriter). A failed write
 // comes back as writeFailed's result.
-func (r *Reconciler) record(ctx context.Context, fc *v1alpha1.FederationCluster, status v1alpha1.FederationClusterStatus, now time.Time) (reconcile.Result, error) {
+func (r *Reconciler) record(
+	ctx context.Context, fc *v1alpha1.FederationCluster, status v1alpha1.FederationClusterStatus, now time.Time,
+) (reconcile.Result, error) {
 	replaced := fc.ResourceVersion
 	fc.Status = status
 	if err := r.client.Status().Update(ctx, fc); err != nil {

@@ -194,6 +194,7 @@ func (r *Reconciler) mapMember(c client.Reader) func(context.Context, string) []
 // rate-limited retry; an unreachable member is a condition, not an error.
 func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	log := ctrl.LoggerFrom(ctx)
+	times := &stepTimes{start: r.clock.Now()}
 	fc := &v1alpha1.FederationCluster{}
 	if err := r.client.Get(ctx, req.NamespacedName, fc); err != nil {
 		if apierrors.IsNotFound(err) {
@@ -219,16 +220,19 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err != nil {
 		return reconcile.Result{}, err
 	}
+	times.observed = r.clock.Now()
 	state := r.rolloutState(fc, obs)
 	plan, hooks := r.planWithHooks(ctx, fc, obs, &state)
 	status := computeStatus(fc, obs.memberStates(), state, plan, r.identity)
 	reportIssues(&status, fc.Generation, r.issues.get(client.ObjectKeyFromObject(fc)))
 
 	before := fc.Status.DeepCopy()
+	times.planned = r.clock.Now()
 	requeue, ok, after, res, err := r.acknowledge(ctx, fc, status, plan, obs.now)
 	if !ok {
 		return res, err
 	}
+	times.acknowledged = r.clock.Now()
 	if after {
 		// Acknowledged already (preAcknowledged): act first, record after.
 		fc.Status = status
@@ -248,7 +252,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if before.Operation != nil {
 		prev = before.Operation.Type
 	}
-	if err := r.act(ctx, fc, obs, plan, prev); err != nil {
+	if err := r.act(ctx, fc, obs, plan, prev, times); err != nil {
 		return reconcile.Result{}, err
 	}
 	if after {
