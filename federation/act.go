@@ -33,9 +33,11 @@ const silentMemberWriteTimeout = time.Second
 // act carries out plan in the members, after the status write recorded it
 // or on the acknowledgement status already held (preAcknowledged; prev is
 // the operation status held before: a completed step is counted in it):
-// the one disruptive deletion first, then headless Services and their
-// EndpointSlices (pods find each other through them: discovery.go), then
-// the claims, then the planned creations, then the failed pods' deletions
+// the one disruptive deletion first, then the creations in members whose
+// cache shows the component's Service and slices in place already
+// (discoveryInPlace), then headless Services and their EndpointSlices
+// (pods find each other through them: discovery.go), then the claims,
+// then the other planned creations, then the failed pods' deletions
 // (repairs). The deletion goes first because the planner has just checked
 // it against the caches and it is the step's critical path; what discovery
 // writes then (readiness flags, new IPs) does not decide whether a peer
@@ -68,20 +70,7 @@ func (r *Reconciler) act(
 			deleted = true
 		}
 	}
-	// Discovery (discovery.go): Services and EndpointSlices before any
-	// creation; a component's pods are created in a member only once they
-	// are in place.
-	inPlace, discoveryErrs := r.syncDiscovery(ctx, fc, obs)
-	for _, err := range discoveryErrs {
-		failed(err)
-	}
-	for _, err := range r.syncClaims(ctx, fc, obs, plan) {
-		failed(err)
-	}
-	for _, ref := range plan.Create {
-		if !inPlace.has(ref.Member, ref.Component) {
-			continue // the failed write is reported above and retried
-		}
+	create := func(ref rollout.PodRef) {
 		err := r.createPod(ctx, fc, obs, ref)
 		var taken *nameTakenError
 		switch {
@@ -96,6 +85,34 @@ func (r *Reconciler) act(
 		default:
 			r.expectations.expectCreate(key, ref, obs.now)
 		}
+	}
+	// A component's pods are created in a member only once its Service
+	// and EndpointSlices are in place there (discovery.go), and its claims.
+	// Where the cache shows them in place already, and the pod has no
+	// claims to wait for, the creation goes first: a step's replacement
+	// then does not wait for the slice writes its predecessor's deletion
+	// calls for.
+	early := obs.discoveryInPlace(fc)
+	var later []rollout.PodRef
+	for _, ref := range plan.Create {
+		if early.has(ref.Member, ref.Component) {
+			create(ref)
+		} else {
+			later = append(later, ref)
+		}
+	}
+	inPlace, discoveryErrs := r.syncDiscovery(ctx, fc, obs)
+	for _, err := range discoveryErrs {
+		failed(err)
+	}
+	for _, err := range r.syncClaims(ctx, fc, obs, plan) {
+		failed(err)
+	}
+	for _, ref := range later {
+		if !inPlace.has(ref.Member, ref.Component) {
+			continue // the failed write is reported above and retried
+		}
+		create(ref)
 	}
 	for _, ref := range plan.Replace {
 		if err := r.deletePod(ctx, fc, obs, ref); err != nil {

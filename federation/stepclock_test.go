@@ -94,6 +94,9 @@ func TestStepPhases(t *testing.T) {
 	ms := func(n int) time.Time { return base.Add(time.Duration(100+n) * time.Millisecond) }
 	times := &stepTimes{start: ms(2), observed: ms(3), planned: ms(5), acknowledged: ms(5), deleteSent: ms(6), deleted: ms(10)}
 	want := map[string]float64{"queue": 0.002, "observe": 0.001, "plan": 0.002, "status": 0, "act": 0.001, "delete": 0.004}
+	// The histogram is the package's: other tests' steps (with made-up
+	// times) are in it, and none runs in parallel with this one.
+	stepPhase.Reset()
 
 	before := map[string]float64{}
 	counts := map[string]uint64{}
