@@ -31,17 +31,26 @@ const memberWriteTimeout = 10 * time.Second
 const silentMemberWriteTimeout = time.Second
 
 // act carries out plan in the members, after the status write recorded it
-// (prev is the operation status held before: a completed step is counted
-// in it): headless Services and their EndpointSlices first (pods find each
-// other through them: discovery.go), then the claims, then the planned
-// creations, then the failed pods' deletions (repairs), then the one
-// disruptive deletion. Creations and deletions are recorded as
+// or on the acknowledgement status already held (preAcknowledged; prev is
+// the operation status held before: a completed step is counted in it):
+// the one disruptive deletion first, then the creations in members whose
+// cache shows the component's Service and slices in place already
+// (discoveryInPlace), then headless Services and their EndpointSlices
+// (pods find each other through them: discovery.go), then the claims,
+// then the other planned creations, then the failed pods' deletions
+// (repairs). The deletion goes first because the planner has just checked
+// it against the caches and it is the step's critical path; what discovery
+// writes then (readiness flags, new IPs) does not decide whether a peer
+// can be resolved, since the Services publish not-ready addresses; the
+// creations still wait for it. Creations and deletions are recorded as
 // expectations, so a reconcile that runs before the caches catch up waits
 // rather than writing again. Each member write has its own deadline, so a
 // member that stopped answering costs its own writes only. What failed is
 // kept for the next status (actIssues) and returned, for a rate-limited
 // retry.
-func (r *Reconciler) act(ctx context.Context, fc *v1alpha1.FederationCluster, obs *observation, plan rollout.Plan, prev v1alpha1.OperationType) error {
+func (r *Reconciler) act(
+	ctx context.Context, fc *v1alpha1.FederationCluster, obs *observation, plan rollout.Plan, prev v1alpha1.OperationType, times *stepTimes,
+) error {
 	key := client.ObjectKeyFromObject(fc)
 	var errs []error
 	var issues actIssues
@@ -49,19 +58,19 @@ func (r *Reconciler) act(ctx context.Context, fc *v1alpha1.FederationCluster, ob
 		errs = append(errs, err)
 		issues.failed = append(issues.failed, err.Error())
 	}
-	// Discovery (discovery.go): Services and EndpointSlices first; a
-	// component's pods are created in a member only once they are in place.
-	inPlace, discoveryErrs := r.syncDiscovery(ctx, fc, obs)
-	for _, err := range discoveryErrs {
-		failed(err)
-	}
-	for _, err := range r.syncClaims(ctx, fc, obs, plan) {
-		failed(err)
-	}
-	for _, ref := range plan.Create {
-		if !inPlace.has(ref.Member, ref.Component) {
-			continue // the failed write is reported above and retried
+	deleted := false
+	if d := plan.Delete; d != nil {
+		times.deleteSent = r.clock.Now()
+		err := r.deletePod(ctx, fc, obs, *d)
+		times.deleted = r.clock.Now()
+		if err != nil {
+			failed(err)
+		} else {
+			r.expectations.expectDelete(key, *d, obs.now)
+			deleted = true
 		}
+	}
+	create := func(ref rollout.PodRef) {
 		err := r.createPod(ctx, fc, obs, ref)
 		var taken *nameTakenError
 		switch {
@@ -77,6 +86,34 @@ func (r *Reconciler) act(ctx context.Context, fc *v1alpha1.FederationCluster, ob
 			r.expectations.expectCreate(key, ref, obs.now)
 		}
 	}
+	// A component's pods are created in a member only once its Service
+	// and EndpointSlices are in place there (discovery.go), and its claims.
+	// Where the cache shows them in place already, and the pod has no
+	// claims to wait for, the creation goes first: a step's replacement
+	// then does not wait for the slice writes its predecessor's deletion
+	// calls for.
+	early := obs.discoveryInPlace(fc)
+	var later []rollout.PodRef
+	for _, ref := range plan.Create {
+		if early.has(ref.Member, ref.Component) {
+			create(ref)
+		} else {
+			later = append(later, ref)
+		}
+	}
+	inPlace, discoveryErrs := r.syncDiscovery(ctx, fc, obs)
+	for _, err := range discoveryErrs {
+		failed(err)
+	}
+	for _, err := range r.syncClaims(ctx, fc, obs, plan) {
+		failed(err)
+	}
+	for _, ref := range later {
+		if !inPlace.has(ref.Member, ref.Component) {
+			continue // the failed write is reported above and retried
+		}
+		create(ref)
+	}
 	for _, ref := range plan.Replace {
 		if err := r.deletePod(ctx, fc, obs, ref); err != nil {
 			failed(err)
@@ -91,16 +128,7 @@ func (r *Reconciler) act(ctx context.Context, fc *v1alpha1.FederationCluster, ob
 			failed(err)
 		}
 	}
-	deleted := false
-	if d := plan.Delete; d != nil {
-		if err := r.deletePod(ctx, fc, obs, *d); err != nil {
-			failed(err)
-		} else {
-			r.expectations.expectDelete(key, *d, obs.now)
-			deleted = true
-		}
-	}
-	r.steps.record(key, prev, plan, deleted)
+	r.steps.record(key, prev, plan, deleted, times)
 	r.issues.set(key, issues)
 	return errors.Join(errs...)
 }

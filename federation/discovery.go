@@ -319,6 +319,34 @@ type published map[string]bool
 
 func (p published) has(member, component string) bool { return p[member+"/"+component] }
 
+// discoveryInPlace says, by "member/component", where the member's cache
+// already shows the component's headless Service as fedop wants it and
+// EndpointSlices of fedop's for it, and the component has no claims: a pod
+// created there finds its peers at once, and has no claim to wait for
+// (syncClaims), so act need not wait for this reconcile's writes to
+// create it. The slices may lag by the pods that changed since their
+// last write; a pod just created has no IP to publish yet.
+func (o *observation) discoveryInPlace(fc *v1alpha1.FederationCluster) published {
+	out := published{}
+	for _, cv := range o.components {
+		if cv.spec == nil || len(cv.spec.VolumeClaimTemplates) > 0 {
+			continue
+		}
+		for _, pv := range cv.placements {
+			mv := o.members[pv.member]
+			if mv == nil || mv.cluster == nil || pv.service == nil || serviceDrifted(pv.service, desiredService(fc, cv.spec, pv.member)) {
+				continue
+			}
+			if slices.ContainsFunc(o.slices[pv.member], func(s *discoveryv1.EndpointSlice) bool {
+				return isOurs(s) && s.Labels[v1alpha1.LabelComponent] == cv.name
+			}) {
+				out[pv.member+"/"+cv.name] = true
+			}
+		}
+	}
+	return out
+}
+
 // memberDiscovery is what syncing one member's discovery objects did.
 type memberDiscovery struct {
 	published        []string

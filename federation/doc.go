@@ -8,7 +8,9 @@
 //   - status.go: facts to status and conditions, plain functions.
 //   - operation.go: the status-flag mutex; the status write, carrying the
 //     resourceVersion read, that takes, stamps or releases the operation
-//     before any member is touched (acknowledge, then act).
+//     before any member is touched (acknowledge, then act); a step already
+//     acknowledged (status.operation.nextPod, written while the previous
+//     pod came up) acts first and is recorded right after.
 //   - act.go: the member writes of the step; expectations.go remembers them
 //     until the caches show them.
 //   - discovery.go: each component's headless Service and the

@@ -462,6 +462,24 @@ func TestManagerRestartMidUpgrade(t *testing.T) {
 	s.decoys.assertUntouched(t)
 }
 
+// TestTwoManagersWithoutLeaderElection runs an upgrade with two managers
+// reconciling the same FederationCluster at once, as two replicas without
+// leader election would: each takes the operation over in turn with a
+// resourceVersion-checked write, a step acknowledged by one (nextPod) is
+// taken without a write only by that one, and the upgrade still replaces
+// one pod at a time, in order, each once.
+func TestTwoManagersWithoutLeaderElection(t *testing.T) {
+	s := initialized(t, "twomanagers")
+	before := memberPods(t, s.env, s.ns)
+	startFedop(t, s.env, s.ns+"-2")
+	s.checker.reset()
+
+	updateFC(t, s.env, s.key, setImages("v8.5.1"))
+	requireSettled(t, s.env, s.key)
+	assertUpgraded(t, s, before, upgradeOrder)
+	s.decoys.assertUntouched(t)
+}
+
 // TestManagerRestartedAfterEveryDeletion stops the manager as soon as each
 // deletion of an upgrade is seen, wherever it is in the step (waiting for
 // its cache, creating the replacement, waiting for it to be Ready), and

@@ -95,8 +95,9 @@ type harness struct {
 	host    client.Client
 	deletes []client.DeleteOptions
 	// opAtDelete is status.operation as stored on the host when each
-	// deletion reached the member.
-	opAtDelete []*v1alpha1.Operation
+	// deletion reached the member; opAtCreate the same for each pod
+	// creation.
+	opAtDelete, opAtCreate []*v1alpha1.Operation
 }
 
 func newHarness(t *testing.T, fc *v1alpha1.FederationCluster, statusErr error, pods ...client.Object) *harness {
@@ -122,6 +123,14 @@ func newHarness(t *testing.T, fc *v1alpha1.FederationCluster, statusErr error, p
 				require.NoError(t, h.host.Get(ctx, client.ObjectKeyFromObject(fc), stored))
 				h.opAtDelete = append(h.opAtDelete, stored.Status.Operation)
 				return c.Delete(ctx, obj, opts...)
+			},
+			Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
+				if _, ok := obj.(*corev1.Pod); ok {
+					stored := &v1alpha1.FederationCluster{}
+					require.NoError(t, h.host.Get(ctx, client.ObjectKeyFromObject(fc), stored))
+					h.opAtCreate = append(h.opAtCreate, stored.Status.Operation)
+				}
+				return c.Create(ctx, obj, opts...)
 			},
 		}).Build()
 	h.members = fakeMembers{clusters: map[string]client.Client{"k8s-a": memberClient}}
@@ -227,4 +236,132 @@ func TestDisconnectedMemberBlocksDeletion(t *testing.T) {
 	assert.Equal(t, metav1.ConditionFalse, mc.Status)
 	assert.Equal(t, v1alpha1.ReasonMemberDisconnected, mc.Reason)
 	assert.Contains(t, mc.Message, "k8s-b")
+}
+
+// twoPodUpgrade is a FederationCluster of two pods in k8s-a whose step on
+// demo-pd-1 waits for its replacement (at the update revision, not Ready)
+// while status, held by holder, already names demo-pd-0 as nextPod.
+func twoPodUpgrade(holder string) (fc *v1alpha1.FederationCluster, old, replacement *corev1.Pod) {
+	fc, old = upgradeFixture()
+	fc.Spec.Components[0].Topology[0].Replicas = 2
+	c, p := &fc.Spec.Components[0], &fc.Spec.Components[0].Topology[0]
+	rev, err := Revision(EffectiveTemplate(c, p))
+	if err != nil {
+		panic(err)
+	}
+	replacement = desiredPod(fc, c, p, EffectiveTemplate(c, p), rev, "demo-pd-1")
+	replacement.UID = "uid-new"
+	fc.Status.Operation = &v1alpha1.Operation{
+		Type: v1alpha1.OperationUpgrade, Component: "pd", Member: "k8s-a", Pod: "demo-pd-1", PodUID: "uid-gone",
+		Stage: v1alpha1.StageWaitingReady, NextPod: "demo-pd-0", NextPodUID: "uid-old", Holder: holder,
+		StartedTime: metav1.NewTime(time.Date(2026, 11, 21, 5, 0, 0, 0, time.UTC)),
+	}
+	return fc, old, replacement
+}
+
+// markReady makes pod Ready in the member h serves as k8s-a.
+func markReady(t *testing.T, h *harness, pod *corev1.Pod) {
+	t.Helper()
+	ctx := context.Background()
+	c := h.members.clusters["k8s-a"]
+	got := &corev1.Pod{}
+	require.NoError(t, c.Get(ctx, client.ObjectKeyFromObject(pod), got))
+	got.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
+	require.NoError(t, c.Status().Update(ctx, got))
+}
+
+// TestMutexPreAcknowledgedStepActsFirst (Performance issue: no host write
+// between a replacement's Ready and the next deletion): while demo-pd-1's
+// replacement comes up, status keeps naming demo-pd-0 as nextPod. Once the
+// replacement is Ready, demo-pd-0 is deleted with that UID as precondition
+// while status still shows the acknowledgement, and the step is recorded
+// right after.
+func TestMutexPreAcknowledgedStepActsFirst(t *testing.T) {
+	fc, old, replacement := twoPodUpgrade("test-manager")
+	h := newHarness(t, fc, nil, old, replacement)
+
+	_, err := reconcileFC(t, h, fc)
+	require.NoError(t, err)
+	require.Empty(t, h.deletes, "the replacement is not Ready: nothing may be deleted")
+	stored := &v1alpha1.FederationCluster{}
+	require.NoError(t, h.host.Get(context.Background(), client.ObjectKeyFromObject(fc), stored))
+	require.NotNil(t, stored.Status.Operation)
+	assert.Equal(t, "demo-pd-0", stored.Status.Operation.NextPod, "the next step stays acknowledged while the replacement comes up")
+
+	markReady(t, h, replacement)
+	_, err = reconcileFC(t, h, fc)
+	require.NoError(t, err)
+	require.Len(t, h.deletes, 1)
+	assert.Equal(t, types.UID("uid-old"), *h.deletes[0].Preconditions.UID)
+	require.NotNil(t, h.opAtDelete[0])
+	assert.Equal(t, "demo-pd-1", h.opAtDelete[0].Pod, "no status write came between the Ready and the deletion")
+	assert.Equal(t, "demo-pd-0", h.opAtDelete[0].NextPod, "the deletion was acknowledged as nextPod")
+
+	require.NoError(t, h.host.Get(context.Background(), client.ObjectKeyFromObject(fc), stored))
+	op := stored.Status.Operation
+	require.NotNil(t, op)
+	assert.Equal(t, "demo-pd-0", op.Pod, "the step is recorded after the deletion")
+	assert.Equal(t, types.UID("uid-old"), op.PodUID)
+	assert.Equal(t, v1alpha1.StageDeleting, op.Stage)
+	assert.Empty(t, op.NextPod)
+
+	// The old instance is gone (the fake member deletes at once): its pod
+	// is created under its name before status records stage WaitingReady,
+	// which follows at once.
+	_, err = reconcileFC(t, h, fc)
+	require.NoError(t, err)
+	require.Len(t, h.opAtCreate, 1)
+	assert.Equal(t, v1alpha1.StageDeleting, h.opAtCreate[0].Stage, "the creation needs no write first: the name was acknowledged")
+	require.NoError(t, h.host.Get(context.Background(), client.ObjectKeyFromObject(fc), stored))
+	require.NotNil(t, stored.Status.Operation)
+	assert.Equal(t, v1alpha1.StageWaitingReady, stored.Status.Operation.Stage)
+	assert.Equal(t, "demo-pd-0", stored.Status.Operation.Pod)
+}
+
+// TestMutexTakeoverWritesBeforeActing: the same acknowledged step, held by
+// another manager: this one takes the operation over with a status write
+// before it deletes anything.
+func TestMutexTakeoverWritesBeforeActing(t *testing.T) {
+	fc, old, replacement := twoPodUpgrade("dead-manager")
+	replacement.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
+	h := newHarness(t, fc, nil, old, replacement)
+
+	_, err := reconcileFC(t, h, fc)
+	require.NoError(t, err)
+	require.Len(t, h.deletes, 1)
+	require.NotNil(t, h.opAtDelete[0])
+	assert.Equal(t, "test-manager", h.opAtDelete[0].Holder)
+	assert.Equal(t, "demo-pd-0", h.opAtDelete[0].Pod, "the step is recorded before the deletion")
+}
+
+// TestMutexPreAcknowledgedStepConflict: when the write that records an
+// acknowledged step after its deletion conflicts (someone moved first),
+// the reconcile ends with the conflict requeue and the next one, from the
+// status as stored, deletes nothing more: the deleted pod comes back under
+// its name.
+func TestMutexPreAcknowledgedStepConflict(t *testing.T) {
+	fc, old, replacement := twoPodUpgrade("test-manager")
+	h := newHarness(t, fc, nil, old, replacement)
+	_, err := reconcileFC(t, h, fc)
+	require.NoError(t, err)
+	markReady(t, h, replacement)
+
+	conflict := apierrors.NewConflict(v1alpha1.GroupVersion.WithResource("federationclusters").GroupResource(), fc.Name, nil)
+	h.r.client = interceptor.NewClient(h.host.(client.WithWatch), interceptor.Funcs{
+		SubResourceUpdate: func(context.Context, client.Client, string, client.Object, ...client.SubResourceUpdateOption) error {
+			return conflict
+		},
+	})
+	res, err := reconcileFC(t, h, fc)
+	require.NoError(t, err)
+	assert.Equal(t, conflictRequeue, res.RequeueAfter)
+	require.Len(t, h.deletes, 1, "the acknowledged deletion was sent")
+
+	h.r.client = h.host
+	_, err = reconcileFC(t, h, fc)
+	require.NoError(t, err)
+	assert.Len(t, h.deletes, 1, "nothing else is deleted")
+	recreated := &corev1.Pod{}
+	require.NoError(t, h.members.clusters["k8s-a"].Get(context.Background(), client.ObjectKeyFromObject(old), recreated))
+	assert.NotEqual(t, "old", recreated.Labels[v1alpha1.LabelRevision], "demo-pd-0 is back under its name, at the update revision")
 }

@@ -38,6 +38,19 @@ var (
 		Help:    "Time from the previous step's pod becoming available to the next disruptive action issued.",
 		Buckets: []float64{0.005, 0.01, 0.025, 0.05, 0.1, 0.15, 0.25, 0.5, 1, 2.5, 5, 10},
 	})
+	// stepPhase splits stepOverhead by where the time went, for the
+	// reconciles that issued a step's deletion (stepTimes): queue (from
+	// the pod known available to the reconcile's start: the event's
+	// delivery and the workqueue), observe (reading the caches), plan
+	// (the planner, hooks' answers, status computed), status (the status
+	// write before the act; 0 when the step was acknowledged already),
+	// act (member writes before the deletion) and delete (the deletion's
+	// round trip to the member).
+	stepPhase = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "fedop_rollout_step_phase_seconds",
+		Help:    "Time of each phase between the previous step's pod becoming available and the next deletion returning: queue, observe, plan, status, act, delete.",
+		Buckets: []float64{0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1},
+	}, []string{"phase"})
 	// conditionGauge is 1 for each condition's current status of a
 	// FederationCluster and 0 for the other two statuses, as
 	// kube-state-metrics exports conditions.
@@ -55,7 +68,7 @@ var (
 )
 
 func init() {
-	metrics.Registry.MustRegister(rolloutSteps, stepOverhead, conditionGauge, podsGauge)
+	metrics.Registry.MustRegister(rolloutSteps, stepOverhead, stepPhase, conditionGauge, podsGauge)
 }
 
 // exportStatus sets the gauges of FederationCluster key from its status,

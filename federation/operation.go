@@ -9,10 +9,10 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/fedop-io/fedop/api/v1alpha1"
+	"github.com/fedop-io/fedop/federation/rollout"
 )
 
 // This file holds the status-flag mutex: status.operation names the
@@ -30,10 +30,10 @@ import (
 // guarantees progress if that event is filtered out (a status-only write).
 const conflictRequeue = 200 * time.Millisecond
 
-// staleRequeue is how soon a reconcile that read a FederationCluster older
-// than this process's own last write of it runs again: the cache is a watch
-// event behind, usually milliseconds.
-const staleRequeue = 20 * time.Millisecond
+// stageRequeue is how soon a reconcile that recorded a stage whose hook is
+// called once status records it (Draining, Verifying, Undoing) runs again
+// to call it: fedop's own status writes pass no predicate.
+const stageRequeue = 20 * time.Millisecond
 
 // acknowledge writes status over fc's: "acknowledge, then actuate, then
 // record" of the Kubernetes API conventions. status carries the operation
@@ -43,29 +43,94 @@ const staleRequeue = 20 * time.Millisecond
 // to nil). The write is an update with fc's resourceVersion as
 // precondition.
 //
-// When the reconcile may act, it returns ok and, if a change that decides
-// nothing was put off by the statusWriter, how soon to look again (a
-// change to the operation is never put off). Otherwise (someone moved
-// first: the reconcile planned from a reading that is no longer current,
-// so it must not act) it returns the result to end the reconcile with: a
-// requeue after a conflict, or an error worth a rate-limited retry.
+// When the stored operation already acknowledges what plan does
+// (preAcknowledged), the write is not made here but after the act
+// (record): it returns ok and after. Otherwise, when the reconcile may act,
+// it returns ok and, if a change that decides nothing was put off by the
+// statusWriter, how soon to look again (a change to the operation is never
+// put off). When it may not act (someone moved first: the reconcile planned
+// from a reading that is no longer current) it returns the result to end
+// the reconcile with: a requeue after a conflict, or an error worth a
+// rate-limited retry.
 func (r *Reconciler) acknowledge(
-	ctx context.Context, fc *v1alpha1.FederationCluster, status v1alpha1.FederationClusterStatus, now time.Time,
-) (wait time.Duration, ok bool, res reconcile.Result, err error) {
+	ctx context.Context, fc *v1alpha1.FederationCluster, status v1alpha1.FederationClusterStatus, plan rollout.Plan, now time.Time,
+) (wait time.Duration, ok, after bool, res reconcile.Result, err error) {
 	if equality.Semantic.DeepEqual(fc.Status, status) {
-		return 0, true, reconcile.Result{}, nil
+		return 0, true, false, reconcile.Result{}, nil
+	}
+	if preAcknowledged(fc, &status, plan) {
+		return 0, true, true, reconcile.Result{}, nil
 	}
 	if wait := r.status.wait(fc, &status, now); wait > 0 {
-		return wait, true, reconcile.Result{}, nil
+		return wait, true, false, reconcile.Result{}, nil
 	}
+	if res, err := r.record(ctx, fc, status, now); err != nil || res.RequeueAfter > 0 {
+		return 0, false, false, res, err
+	}
+	return 0, true, false, reconcile.Result{}, nil
+}
+
+// record writes status over fc's, an update with fc's resourceVersion as
+// precondition, and remembers the write (statusWriter). A failed write
+// comes back as writeFailed's result.
+func (r *Reconciler) record(
+	ctx context.Context, fc *v1alpha1.FederationCluster, status v1alpha1.FederationClusterStatus, now time.Time,
+) (reconcile.Result, error) {
 	replaced := fc.ResourceVersion
 	fc.Status = status
 	if err := r.client.Status().Update(ctx, fc); err != nil {
-		res, err := writeFailed(ctx, err, "writing status")
-		return 0, false, res, err
+		return writeFailed(ctx, err, "writing status")
 	}
-	r.status.wrote(client.ObjectKeyFromObject(fc), now, replaced, fc.ResourceVersion)
-	return 0, true, reconcile.Result{}, nil
+	r.status.wrote(fc, now, replaced)
+	return reconcile.Result{}, nil
+}
+
+// preAcknowledged reports whether fc's stored operation already
+// acknowledges what plan does, so that the status write recording next
+// may follow the act instead of preceding it. Two steps qualify, both with
+// the operation held by this manager (a manager taking an operation over
+// writes first) and nothing else in next that must be written first
+// (urgent: ordinals, generation, members, conditions):
+//
+//   - the step the stored operation names as nextPod begins: its deletion,
+//     of that instance (nextPodUID, the deletion's precondition), and
+//     nothing else. The acknowledgement was written while the previous pod
+//     came up; the deletion is still re-checked by the planner
+//     (availability, freshness, gates) before it is planned.
+//   - the stored step moves from Deleting to WaitingReady on the same pod:
+//     its pod is created under its acknowledged name, and other missing
+//     pods come back under theirs; no deletion.
+//
+// Either way every disruptive act was named by a status written with a
+// resourceVersion precondition, so two managers acting on one reading can
+// at most repeat the same act, which the UID precondition and the pod
+// names make idempotent. What the early write gives up: a spec change the
+// cache has not delivered yet no longer turns the step's write into a
+// conflict, so it can cost at most that one replacement, which the
+// availability re-check allowed anyway (never two pods down).
+func preAcknowledged(fc *v1alpha1.FederationCluster, next *v1alpha1.FederationClusterStatus, plan rollout.Plan) bool {
+	cur, op := fc.Status.Operation, next.Operation
+	if cur == nil || op == nil || cur.Type != op.Type || !cur.StartedTime.Equal(&op.StartedTime) || cur.Holder != op.Holder ||
+		plan.Drain != nil || plan.Undo != nil || len(plan.Check) > 0 || len(plan.Replace) > 0 || len(plan.Expand) > 0 {
+		return false
+	}
+	switch {
+	case op.Stage == v1alpha1.StageDeleting && plan.Delete != nil:
+		d := plan.Delete
+		if cur.NextPod == "" || op.Pod != cur.NextPod || op.PodUID != cur.NextPodUID ||
+			d.Name != op.Pod || d.UID != op.PodUID || d.Member != op.Member || len(plan.Create) > 0 {
+			return false
+		}
+	case op.Stage == v1alpha1.StageWaitingReady && plan.Delete == nil:
+		if cur.Stage != v1alpha1.StageDeleting || op.Pod != cur.Pod || op.PodUID != cur.PodUID || op.Member != cur.Member {
+			return false
+		}
+	default:
+		return false
+	}
+	kept := *next
+	kept.Operation = cur
+	return !urgent(fc, &kept)
 }
 
 // writeFailed turns a failed write to the FederationCluster into a result:

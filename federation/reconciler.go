@@ -189,10 +189,12 @@ func (r *Reconciler) mapMember(c client.Reader) func(context.Context, string) []
 }
 
 // Reconcile takes one FederationCluster one step: observe, plan, write
-// status (acknowledge), act. It returns an error only for failures worth a
+// status (acknowledge), act; or, when the stored operation acknowledged
+// the step already (preAcknowledged), act, then write status. It returns an error only for failures worth a
 // rate-limited retry; an unreachable member is a condition, not an error.
 func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	log := ctrl.LoggerFrom(ctx)
+	times := &stepTimes{start: r.clock.Now()}
 	fc := &v1alpha1.FederationCluster{}
 	if err := r.client.Get(ctx, req.NamespacedName, fc); err != nil {
 		if apierrors.IsNotFound(err) {
@@ -200,13 +202,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		}
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
-	if r.status.behind(fc) {
-		// The cache has not caught up with this process's last status
-		// write (its watch event is on the way); a write now could only
-		// conflict. Status-only updates pass no predicate, so look again
-		// shortly rather than wait for an event.
-		return reconcile.Result{RequeueAfter: staleRequeue}, nil
-	}
+	// The cache may not have caught up with this process's last status
+	// write yet (its watch event is on the way): plan from what that write
+	// returned, not from the copy it replaced, which could only end in a
+	// conflict.
+	fc = r.status.current(fc)
 	if !fc.DeletionTimestamp.IsZero() {
 		return r.cleanup(ctx, fc)
 	}
@@ -220,22 +220,29 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err != nil {
 		return reconcile.Result{}, err
 	}
+	times.observed = r.clock.Now()
 	state := r.rolloutState(fc, obs)
 	plan, hooks := r.planWithHooks(ctx, fc, obs, &state)
 	status := computeStatus(fc, obs.memberStates(), state, plan, r.identity)
 	reportIssues(&status, fc.Generation, r.issues.get(client.ObjectKeyFromObject(fc)))
 
 	before := fc.Status.DeepCopy()
-	requeue, ok, res, err := r.acknowledge(ctx, fc, status, obs.now)
+	times.planned = r.clock.Now()
+	requeue, ok, after, res, err := r.acknowledge(ctx, fc, status, plan, obs.now)
 	if !ok {
 		return res, err
+	}
+	times.acknowledged = r.clock.Now()
+	if after {
+		// Acknowledged already (preAcknowledged): act first, record after.
+		fc.Status = status
 	}
 	requeue = minPositive(requeue, plan.RequeueAfter)
 	requeue = minPositive(requeue, hooks.retryAfter)
 	if hooks.callNext {
 		// The plan entered a stage whose hook is called once status
 		// records it: now.
-		requeue = minPositive(requeue, staleRequeue)
+		requeue = minPositive(requeue, stageRequeue)
 	}
 	r.recordTransitions(fc, before, plan, obs, pendingClaims(state, plan.Stuck))
 	r.recordHooks(fc, before, plan, hooks)
@@ -245,8 +252,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if before.Operation != nil {
 		prev = before.Operation.Type
 	}
-	if err := r.act(ctx, fc, obs, plan, prev); err != nil {
+	if err := r.act(ctx, fc, obs, plan, prev, times); err != nil {
 		return reconcile.Result{}, err
+	}
+	if after {
+		if res, err := r.record(ctx, fc, status, obs.now); err != nil || res.RequeueAfter > 0 {
+			return res, err
+		}
 	}
 	if plan.Delete != nil || len(plan.Create) > 0 {
 		log.V(1).Info("Acted", "creates", len(plan.Create), "delete", plan.Delete != nil, "message", plan.Message)

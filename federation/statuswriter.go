@@ -35,9 +35,11 @@ const staleFor = 2 * time.Second
 //     writes as the step's own actions. What decides or reports a step
 //     (urgent) is written at once; the rest waits until statusRefresh has
 //     passed since the last write.
-//   - behind: a cache that still shows the resourceVersion the last write
+//   - current: a cache that still shows the resourceVersion the last write
 //     replaced has not seen that write; planning from it could only end in
-//     a conflict.
+//     a conflict. The object that write returned is what the API server
+//     held then, so the reconcile plans from it instead, without waiting
+//     for the watch event.
 //
 // It lives in memory: after a restart nothing is remembered, so the first
 // change is written at once.
@@ -55,19 +57,30 @@ type lastWrite struct {
 	// replaced is the resourceVersion the write replaced; written the one
 	// it made.
 	replaced, written string
+	// object is the FederationCluster the write returned: the API
+	// server's copy at resourceVersion written.
+	object *v1alpha1.FederationCluster
 }
 
 func newStatusWriter(c clock.PassiveClock) *statusWriter {
 	return &statusWriter{clock: c, last: map[client.ObjectKey]lastWrite{}}
 }
 
-// behind reports whether fc, read from the cache, predates this process's
-// last write of it, made less than staleFor ago.
-func (w *statusWriter) behind(fc *v1alpha1.FederationCluster) bool {
+// current returns the freshest known copy of fc, read from the cache:
+// fc itself, or, when fc predates this process's last write of it (its
+// resourceVersion is the one that write replaced, less than staleFor ago),
+// a copy of the object that write returned. Nobody can have changed the
+// FederationCluster between the cache's copy and the write, which carried
+// the cache's resourceVersion as its precondition; a change after it makes
+// the next write conflict, as a cache that is behind would.
+func (w *statusWriter) current(fc *v1alpha1.FederationCluster) *v1alpha1.FederationCluster {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	l, ok := w.last[client.ObjectKeyFromObject(fc)]
-	return ok && l.replaced == fc.ResourceVersion && w.clock.Since(l.at) < staleFor
+	if !ok || l.replaced != fc.ResourceVersion || w.clock.Since(l.at) >= staleFor || l.object == nil {
+		return fc
+	}
+	return l.object.DeepCopy()
 }
 
 // wait returns how long the write of next over fc's stored status may be
@@ -85,12 +98,12 @@ func (w *statusWriter) wait(fc *v1alpha1.FederationCluster, next *v1alpha1.Feder
 	return max(0, l.at.Add(statusRefresh).Sub(now))
 }
 
-// wrote records a status write of key at now that replaced resourceVersion
-// replaced and made written.
-func (w *statusWriter) wrote(key client.ObjectKey, now time.Time, replaced, written string) {
+// wrote records a status write at now that replaced resourceVersion
+// replaced and returned fc.
+func (w *statusWriter) wrote(fc *v1alpha1.FederationCluster, now time.Time, replaced string) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	w.last[key] = lastWrite{at: now, replaced: replaced, written: written}
+	w.last[client.ObjectKeyFromObject(fc)] = lastWrite{at: now, replaced: replaced, written: fc.ResourceVersion, object: fc.DeepCopy()}
 }
 
 // othersStatusWrites is the predicate that passes an update of a

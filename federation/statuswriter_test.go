@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
@@ -102,25 +103,42 @@ func TestStatusWriterWait(t *testing.T) {
 	next.ReadyReplicas = 1
 
 	assert.Zero(t, w.wait(fc, next, t0), "nothing written by this process yet: write now")
-	w.wrote(key, t0, "41", "42")
+	written := fc.DeepCopy()
+	written.ResourceVersion = "42"
+	w.wrote(written, t0, "41")
 	assert.Equal(t, statusRefresh-time.Second, w.wait(fc, next, t0.Add(time.Second)), "a non-urgent change waits for the refresh")
 	assert.Zero(t, w.wait(fc, next, t0.Add(statusRefresh)), "due after the refresh")
 	w.forget(key)
 	assert.Zero(t, w.wait(fc, next, t0.Add(time.Second)))
 }
 
-func TestStatusWriterBehind(t *testing.T) {
+// TestStatusWriterCurrent: a cache that still shows what this process's
+// last write replaced is read as that write's result, not waited for; a
+// cache that caught up, or one that long behind, is read as it is.
+func TestStatusWriterCurrent(t *testing.T) {
 	t0 := time.Date(2026, 11, 21, 7, 0, 0, 0, time.UTC)
 	clk := clocktesting.NewFakePassiveClock(t0)
 	w := newStatusWriter(clk)
 	fc := &v1alpha1.FederationCluster{ObjectMeta: metav1.ObjectMeta{Namespace: "db", Name: "demo", ResourceVersion: "41"}}
-	assert.False(t, w.behind(fc), "nothing written yet")
-	w.wrote(client.ObjectKeyFromObject(fc), t0, "41", "42")
+	assert.Same(t, fc, w.current(fc), "nothing written yet")
+
+	written := fc.DeepCopy()
+	written.ResourceVersion = "42"
+	written.Status.Operation = &v1alpha1.Operation{Type: v1alpha1.OperationUpgrade, Pod: "demo-pd-0"}
+	w.wrote(written, t0, "41")
+	written.Status.Operation.Pod = "changed after the write"
 	clk.SetTime(t0.Add(10 * time.Millisecond))
-	assert.True(t, w.behind(fc), "the cache still shows what the write replaced")
+	got := w.current(fc)
+	assert.Equal(t, "42", got.ResourceVersion, "the cache still shows what the write replaced: the write's result is read")
+	require.NotNil(t, got.Status.Operation)
+	assert.Equal(t, "demo-pd-0", got.Status.Operation.Pod, "a copy of the object as written, not the caller's")
+	got.Status.Operation.Pod = "changed by a reader"
+	assert.Equal(t, "demo-pd-0", w.current(fc).Status.Operation.Pod, "every reader gets its own copy")
+
 	clk.SetTime(t0.Add(staleFor))
-	assert.False(t, w.behind(fc), "a cache that long behind is not waited for")
+	assert.Same(t, fc, w.current(fc), "a cache that long behind is read as it is: a write from it conflicts")
 	clk.SetTime(t0.Add(10 * time.Millisecond))
-	fc.ResourceVersion = "42"
-	assert.False(t, w.behind(fc), "the cache caught up")
+	caughtUp := fc.DeepCopy()
+	caughtUp.ResourceVersion = "42"
+	assert.Same(t, caughtUp, w.current(caughtUp), "the cache caught up")
 }

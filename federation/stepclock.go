@@ -54,18 +54,44 @@ func newStepClock(c clock.PassiveClock) *stepClock {
 	return &stepClock{clock: c, seen: map[types.UID]time.Time{}}
 }
 
+// stepTimes are the moments of one reconcile by which the step phase
+// metric (fedop_rollout_step_phase_seconds) splits a step's overhead:
+// the reconcile's start, observe done, plan and status computed, status
+// written (or found acknowledged), and the deletion sent and returned.
+type stepTimes struct {
+	start, observed, planned, acknowledged, deleteSent, deleted time.Time
+}
+
 // record counts the step plan completed, if any, in operation op of
-// FederationCluster key, and, when plan's
-// deletion was issued (deleted), observes the overhead since the completed
-// step's pod became available.
-func (c *stepClock) record(key client.ObjectKey, op v1alpha1.OperationType, plan rollout.Plan, deleted bool) {
+// FederationCluster key, and, when plan's deletion was issued (deleted),
+// observes the overhead since the completed step's pod became available
+// and its phases (times).
+func (c *stepClock) record(key client.ObjectKey, op v1alpha1.OperationType, plan rollout.Plan, deleted bool, times *stepTimes) {
 	if plan.Completed == nil {
 		return
 	}
 	rolloutSteps.WithLabelValues(key.Namespace, key.Name, string(op)).Inc()
-	if deleted {
-		since := c.availableAt(plan.Completed.UID, plan.CompletedAt)
-		stepOverhead.Observe(c.clock.Since(since).Seconds())
+	if !deleted {
+		return
+	}
+	since := c.availableAt(plan.Completed.UID, plan.CompletedAt)
+	stepOverhead.Observe(times.deleted.Sub(since).Seconds())
+	phases := []struct {
+		name     string
+		from, to time.Time
+	}{
+		{"queue", since, times.start},
+		{"observe", times.start, times.observed},
+		{"plan", times.observed, times.planned},
+		{"status", times.planned, times.acknowledged},
+		{"act", times.acknowledged, times.deleteSent},
+		{"delete", times.deleteSent, times.deleted},
+	}
+	for _, ph := range phases {
+		// The condition's time can be later than the reconcile's start
+		// (it is truncated to the second, the event later still): such a
+		// queue phase is 0, not negative.
+		stepPhase.WithLabelValues(ph.name).Observe(max(ph.to.Sub(ph.from), 0).Seconds())
 	}
 }
 

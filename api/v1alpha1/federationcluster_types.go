@@ -512,6 +512,28 @@ type Operation struct {
 	// +optional
 	StageStartedTime *metav1.Time `json:"stageStartedTime,omitempty"`
 
+	// nextPod is the pod the upgrade's next step will replace, recorded
+	// while the current step's pod comes up: the acknowledgement of that
+	// step, written off the critical path. When the current pod is
+	// available and nextPod, with nextPodUID, is still the step to take,
+	// its deletion is sent without another status write first, and is
+	// recorded in pod and stage right after. The step is re-checked
+	// (availability, freshness, gates) before it acts, like any step, and
+	// the deletion carries nextPodUID as a precondition. Empty when no step
+	// is known to follow, and never set for a component with a preDelete
+	// hook, whose Draining stage is recorded before its hook is called.
+	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	NextPod string `json:"nextPod,omitempty"`
+
+	// nextPodUID is the UID of nextPod's instance that the next step
+	// replaces.
+	// +optional
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:MinLength=1
+	NextPodUID types.UID `json:"nextPodUID,omitempty"`
+
 	// holder identifies the manager that last wrote the operation.
 	// +optional
 	// +kubebuilder:validation:MinLength=1

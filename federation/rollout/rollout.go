@@ -7,6 +7,7 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/fedop-io/fedop/api/v1alpha1"
 )
@@ -613,6 +614,7 @@ func (p *planner) setStage(op *v1alpha1.Operation, stage v1alpha1.StepStage) {
 // clearStep clears op's step.
 func clearStep(op *v1alpha1.Operation) {
 	op.Pod, op.PodUID, op.TargetRevision, op.Stage, op.StageStartedTime = "", "", "", "", nil
+	op.NextPod, op.NextPodUID = "", ""
 }
 
 // callOff moves op's drained step to Undoing, for why.
@@ -711,6 +713,7 @@ func (p *planner) begin(op *v1alpha1.Operation, ci int, pl *Placement, victim *P
 	c := &p.Components[ci]
 	op.Component, op.Member, op.Pod, op.PodUID, op.TargetRevision = c.Name, pl.Member, victim.Name, victim.UID, target
 	op.Stage = ""
+	op.NextPod, op.NextPodUID = "", ""
 	if c.Hooks.PreDelete {
 		p.setStage(op, v1alpha1.StageDraining)
 		msg := fmt.Sprintf("draining pod %s in %s (preDelete hook) before %s", victim.Name, pl.Member, message)
@@ -1061,8 +1064,17 @@ func (p *planner) scale(op *v1alpha1.Operation) Plan {
 // taken away.
 func (p *planner) upgrade(op *v1alpha1.Operation) Plan {
 	var done Plan
-	if plan := p.inFlight(op, &done); plan != nil {
+	next, nextUID := op.NextPod, op.NextPodUID
+	plan := p.inFlight(op, &done)
+	if plan == nil && p.resume(op, next, nextUID) {
+		// The acknowledged next step was taken before status recorded it;
+		// its completion, if it is done too, goes unreported.
+		var resumed Plan
+		plan = p.inFlight(op, &resumed)
+	}
+	if plan != nil {
 		p.recreate(plan)
+		p.foresee(op)
 		return *plan
 	}
 	var creates []PodRef
@@ -1106,6 +1118,70 @@ func (p *planner) upgrade(op *v1alpha1.Operation) Plan {
 		return withCompleted(wait(op, why, left), done)
 	}
 	return withCompleted(Plan{Message: "upgraded: every pod is at its update revision"}, done)
+}
+
+// foresee records in op (op.NextPod, op.NextPodUID) the pod the upgrade's
+// next step will replace, while op's step waits for its pod to come up
+// (stages WaitingReady and Verifying): the victim nextVictim picks now,
+// which is the one it picks once the step completes unless the state
+// changes meanwhile. Recording it then acknowledges that step off the
+// critical path (Operation.NextPod): the status write is made while the pod
+// comes up, not between its Ready and the next deletion. Nothing is
+// recorded at other stages, or when the next victim's component has a
+// preDelete hook (its Draining stage is written before the hook is called
+// anyway).
+func (p *planner) foresee(op *v1alpha1.Operation) {
+	op.NextPod, op.NextPodUID = "", ""
+	if op.Stage != v1alpha1.StageWaitingReady && op.Stage != v1alpha1.StageVerifying {
+		return
+	}
+	for ci := range p.Components {
+		c := &p.Components[ci]
+		_, victim := p.nextVictim(c, op)
+		if victim == nil {
+			continue
+		}
+		if !c.Hooks.PreDelete {
+			op.NextPod, op.NextPodUID = victim.Name, victim.UID
+		}
+		return
+	}
+}
+
+// resume makes the step on pod (UID uid), recorded as op's nextPod, op's
+// step when it was taken already: its deletion was sent on that
+// acknowledgement (Operation.NextPod) but status did not record it (the
+// write that follows the act failed, or another manager's write replaced
+// it). It is taken when the acknowledged instance is terminating or gone;
+// the step then goes on from stage Deleting in its placement, so that the
+// member turns continue from it. It reports whether op now holds that step.
+func (p *planner) resume(op *v1alpha1.Operation, pod string, uid types.UID) bool {
+	if pod == "" || op.Pod != "" {
+		return false
+	}
+	for ci := range p.Components {
+		c := &p.Components[ci]
+		ordinal, ok := ParseOrdinal(p.Name, c.Name, pod)
+		if !ok {
+			continue
+		}
+		for pi := range c.Placements {
+			pl := &c.Placements[pi]
+			found := findPod(pl, pod)
+			if found == nil && !slices.Contains(p.owned[ci][pi], ordinal) {
+				continue
+			}
+			if !pl.Connected || (found != nil && found.UID == uid && !found.Terminating) {
+				return false
+			}
+			op.Component, op.Member, op.Pod, op.PodUID, op.TargetRevision = c.Name, pl.Member, pod, uid, pl.Revision
+			op.Stage = ""
+			p.setStage(op, v1alpha1.StageDeleting)
+			return true
+		}
+		return false
+	}
+	return false
 }
 
 // nextVictim picks component c's next outdated pod. Members take turns in

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/fedop-io/fedop/api/v1alpha1"
 	"github.com/fedop-io/fedop/federation/rollout"
@@ -99,6 +100,12 @@ func disconnected(pl rollout.Placement) rollout.Placement {
 
 // hooked is c with hooks h.
 func hooked(c rollout.Component, h rollout.Hooks) rollout.Component { c.Hooks = h; return c }
+
+// withNext returns op with nextPod and nextPodUID recorded.
+func withNext(op *v1alpha1.Operation, pod string, uid types.UID) *v1alpha1.Operation {
+	op.NextPod, op.NextPodUID = pod, uid
+	return op
+}
 
 // drainHooks: a preDelete hook with an undo, 2 minutes, Halt.
 var drainHooks = rollout.Hooks{PreDelete: true, Undo: true, PreDeleteTimeout: 2 * time.Minute}
@@ -249,22 +256,60 @@ func Cases() []Case {
 			Name: "the old instance gone: recreate it with the same name at the update revision",
 			State: State(Op(v1alpha1.OperationUpgrade, "pd", "a", "demo-pd-1", "demo-pd-1@r1"), rollout.Component{Name: "pd", Placements: []rollout.Placement{
 				Holding(Placement("a", 2, "r2", Pods("pd", "r1", 0)...), 0, 1)}}),
-			WantOp:     &v1alpha1.Operation{Type: v1alpha1.OperationUpgrade, Component: "pd", Member: "a", Pod: "demo-pd-1", PodUID: "demo-pd-1@r1", TargetRevision: "r2", Stage: v1alpha1.StageWaitingReady},
+			WantOp:     &v1alpha1.Operation{Type: v1alpha1.OperationUpgrade, Component: "pd", Member: "a", Pod: "demo-pd-1", PodUID: "demo-pd-1@r1", TargetRevision: "r2", Stage: v1alpha1.StageWaitingReady, NextPod: "demo-pd-0", NextPodUID: "demo-pd-0@r1"},
 			WantCreate: []string{"a/demo-pd-1"},
 		},
 		{
 			Name: "recreated even where a lower ordinal is free: a pod keeps its name",
 			State: State(Op(v1alpha1.OperationUpgrade, "pd", "b", "demo-pd-2", "demo-pd-2@r1"), rollout.Component{Name: "pd", Placements: []rollout.Placement{
 				Placement("a", 1, "r2", Pods("pd", "r1", 0)...), Holding(Placement("b", 1, "r2"), 2)}}),
-			WantOp:     &v1alpha1.Operation{Type: v1alpha1.OperationUpgrade, Component: "pd", Member: "b", Pod: "demo-pd-2", PodUID: "demo-pd-2@r1", TargetRevision: "r2", Stage: v1alpha1.StageWaitingReady},
+			WantOp:     &v1alpha1.Operation{Type: v1alpha1.OperationUpgrade, Component: "pd", Member: "b", Pod: "demo-pd-2", PodUID: "demo-pd-2@r1", TargetRevision: "r2", Stage: v1alpha1.StageWaitingReady, NextPod: "demo-pd-0", NextPodUID: "demo-pd-0@r1"},
 			WantCreate: []string{"b/demo-pd-2"},
 		},
 		{
 			Name: "the replacement not Ready yet: wait for it",
 			State: State(Op(v1alpha1.OperationUpgrade, "pd", "a", "demo-pd-1", "demo-pd-1@r1"), rollout.Component{Name: "pd", Placements: []rollout.Placement{
 				Placement("a", 2, "r2", append(Pods("pd", "r1", 0), notReady(Pods("pd", "r2", 1), 0)...)...)}}),
+			WantOp:      &v1alpha1.Operation{Type: v1alpha1.OperationUpgrade, Component: "pd", Member: "a", Pod: "demo-pd-1", PodUID: "demo-pd-1@r1", Stage: v1alpha1.StageWaitingReady, NextPod: "demo-pd-0", NextPodUID: "demo-pd-0@r1"},
+			WantMessage: "demo-pd-1 in a to become available",
+		},
+		{
+			Name: "the replacement not Ready yet, the next victim in the next component: it is recorded as nextPod",
+			State: State(Op(v1alpha1.OperationUpgrade, "pd", "a", "demo-pd-0", "demo-pd-0@r1"),
+				rollout.Component{Name: "pd", Placements: []rollout.Placement{Placement("a", 1, "r2", notReady(Pods("pd", "r2", 0), 0)...)}},
+				rollout.Component{Name: "tikv", Placements: []rollout.Placement{Placement("a", 1, "t2", Pods("tikv", "t1", 0)...), Placement("b", 1, "t2", Pods("tikv", "t1", 1)...)}}),
+			WantOp: &v1alpha1.Operation{Type: v1alpha1.OperationUpgrade, Component: "pd", Member: "a", Pod: "demo-pd-0", PodUID: "demo-pd-0@r1", Stage: v1alpha1.StageWaitingReady,
+				NextPod: "demo-tikv-0", NextPodUID: "demo-tikv-0@t1"},
+			WantMessage: "demo-pd-0 in a to become available",
+		},
+		{
+			Name: "the replacement not Ready yet, the next victim's component drains first: no nextPod",
+			State: State(Op(v1alpha1.OperationUpgrade, "pd", "a", "demo-pd-1", "demo-pd-1@r1"), hooked(rollout.Component{Name: "pd", Placements: []rollout.Placement{
+				Placement("a", 2, "r2", append(Pods("pd", "r1", 0), notReady(Pods("pd", "r2", 1), 0)...)...)}}, drainHooks)),
 			WantOp:      &v1alpha1.Operation{Type: v1alpha1.OperationUpgrade, Component: "pd", Member: "a", Pod: "demo-pd-1", PodUID: "demo-pd-1@r1", Stage: v1alpha1.StageWaitingReady},
 			WantMessage: "demo-pd-1 in a to become available",
+		},
+		{
+			Name: "the replacement available, nextPod recorded: that step begins and the record is cleared",
+			State: State(withNext(Op(v1alpha1.OperationUpgrade, "pd", "a", "demo-pd-1", "demo-pd-1@r1"), "demo-pd-2", "demo-pd-2@r1"), rollout.Component{Name: "pd", Placements: []rollout.Placement{
+				Placement("a", 2, "r2", append(Pods("pd", "r1", 0), Pods("pd", "r2", 1)...)...), Placement("b", 1, "r2", Pods("pd", "r1", 2)...)}}),
+			WantOp:     &v1alpha1.Operation{Type: v1alpha1.OperationUpgrade, Component: "pd", Member: "b", Pod: "demo-pd-2", PodUID: "demo-pd-2@r1", TargetRevision: "r2", Stage: v1alpha1.StageDeleting},
+			WantDelete: "b/demo-pd-2",
+		},
+		{
+			Name: "nextPod deleted before status recorded its step: that step goes on, and the member turns follow it",
+			State: State(withNext(Op(v1alpha1.OperationUpgrade, "pd", "a", "demo-pd-1", "demo-pd-1@r1"), "demo-pd-2", "demo-pd-2@r1"), rollout.Component{Name: "pd", Placements: []rollout.Placement{
+				Placement("a", 2, "r2", append(Pods("pd", "r1", 0), Pods("pd", "r2", 1)...)...), Holding(Placement("b", 1, "r2"), 2)}}),
+			WantOp: &v1alpha1.Operation{Type: v1alpha1.OperationUpgrade, Component: "pd", Member: "b", Pod: "demo-pd-2", PodUID: "demo-pd-2@r1", TargetRevision: "r2", Stage: v1alpha1.StageWaitingReady,
+				NextPod: "demo-pd-0", NextPodUID: "demo-pd-0@r1"},
+			WantCreate: []string{"b/demo-pd-2"},
+		},
+		{
+			Name: "nextPod's replacement already Ready, status still on the step before: both complete, the turns go on from nextPod's member",
+			State: State(withNext(Op(v1alpha1.OperationUpgrade, "pd", "a", "demo-pd-1", "demo-pd-1@r1"), "demo-pd-3", "demo-pd-3@r1"), rollout.Component{Name: "pd", Placements: []rollout.Placement{
+				Placement("a", 2, "r2", append(Pods("pd", "r1", 0), Pods("pd", "r2", 1)...)...), Placement("b", 2, "r2", append(Pods("pd", "r1", 2), Pods("pd", "r2", 3)...)...)}}),
+			WantOp:     &v1alpha1.Operation{Type: v1alpha1.OperationUpgrade, Component: "pd", Member: "a", Pod: "demo-pd-0", PodUID: "demo-pd-0@r1", TargetRevision: "r2", Stage: v1alpha1.StageDeleting},
+			WantDelete: "a/demo-pd-0",
 		},
 		{
 			Name: "the replacement available: the step completes and the next one starts",
@@ -310,7 +355,7 @@ func Cases() []Case {
 				s.Components[0].Placements[0].Pods[0].ReadySince = T0.Add(-4 * time.Second)
 				return s
 			}(),
-			WantOp:      &v1alpha1.Operation{Type: v1alpha1.OperationUpgrade, Component: "pd", Member: "a", Pod: "demo-pd-0", PodUID: "demo-pd-0@r1", Stage: v1alpha1.StageWaitingReady},
+			WantOp:      &v1alpha1.Operation{Type: v1alpha1.OperationUpgrade, Component: "pd", Member: "a", Pod: "demo-pd-0", PodUID: "demo-pd-0@r1", Stage: v1alpha1.StageWaitingReady, NextPod: "demo-pd-1", NextPodUID: "demo-pd-1@r1"},
 			WantMessage: "demo-pd-0 in a to become available",
 			WantAfter:   6 * time.Second,
 		},
@@ -331,7 +376,7 @@ func Cases() []Case {
 				s.Paused = true
 				return s
 			}(),
-			WantOp:     &v1alpha1.Operation{Type: v1alpha1.OperationUpgrade, Component: "pd", Member: "a", Pod: "demo-pd-1", PodUID: "demo-pd-1@r1", TargetRevision: "r2", Stage: v1alpha1.StageWaitingReady},
+			WantOp:     &v1alpha1.Operation{Type: v1alpha1.OperationUpgrade, Component: "pd", Member: "a", Pod: "demo-pd-1", PodUID: "demo-pd-1@r1", TargetRevision: "r2", Stage: v1alpha1.StageWaitingReady, NextPod: "demo-pd-0", NextPodUID: "demo-pd-0@r1"},
 			WantCreate: []string{"a/demo-pd-1"},
 		},
 		{
@@ -499,7 +544,7 @@ func Cases() []Case {
 			Name: "stale member: a replacement Ready in a member that went silent is not counted done",
 			State: State(Op(v1alpha1.OperationUpgrade, "pd", "a", "demo-pd-1", "demo-pd-1@r1"), rollout.Component{Name: "pd", Placements: []rollout.Placement{
 				stale(Placement("a", 2, "r2", append(Pods("pd", "r1", 0), Pods("pd", "r2", 1)...)...)), Placement("b", 1, "r2", Pods("pd", "r1", 2)...)}}),
-			WantOp:      &v1alpha1.Operation{Type: v1alpha1.OperationUpgrade, Component: "pd", Member: "a", Pod: "demo-pd-1", PodUID: "demo-pd-1@r1", Stage: v1alpha1.StageWaitingReady},
+			WantOp:      &v1alpha1.Operation{Type: v1alpha1.OperationUpgrade, Component: "pd", Member: "a", Pod: "demo-pd-1", PodUID: "demo-pd-1@r1", Stage: v1alpha1.StageWaitingReady, NextPod: "demo-pd-2", NextPodUID: "demo-pd-2@r1"},
 			WantMessage: "pod demo-pd-1 is not confirmed available",
 		},
 		// --- Defect 3: a pod deleted or evicted by someone else comes back
@@ -571,7 +616,7 @@ func Cases() []Case {
 			Name: "failed pod: replaced while an upgrade step is in flight, which still waits",
 			State: State(Op(v1alpha1.OperationUpgrade, "pd", "a", "demo-pd-1", "demo-pd-1@r1"), rollout.Component{Name: "pd", Placements: []rollout.Placement{
 				Placement("a", 2, "r2", append(notReady(Pods("pd", "r2", 1), 0), Pods("pd", "r1", 0)...)...), Placement("b", 1, "r2", failed(Pods("pd", "r1", 2), 0)...)}}),
-			WantOp:      &v1alpha1.Operation{Type: v1alpha1.OperationUpgrade, Component: "pd", Member: "a", Pod: "demo-pd-1", PodUID: "demo-pd-1@r1", Stage: v1alpha1.StageWaitingReady},
+			WantOp:      &v1alpha1.Operation{Type: v1alpha1.OperationUpgrade, Component: "pd", Member: "a", Pod: "demo-pd-1", PodUID: "demo-pd-1@r1", Stage: v1alpha1.StageWaitingReady, NextPod: "demo-pd-0", NextPodUID: "demo-pd-0@r1"},
 			WantReplace: []string{"b/demo-pd-2"},
 			WantMessage: "demo-pd-1 in a to become available",
 		},
@@ -609,7 +654,7 @@ func Cases() []Case {
 				s.ProgressDeadline = 10 * time.Minute
 				return s
 			}(),
-			WantOp:      &v1alpha1.Operation{Type: v1alpha1.OperationUpgrade, Component: "pd", Member: "a", Pod: "demo-pd-1", PodUID: "demo-pd-1@r1", Stage: v1alpha1.StageWaitingReady},
+			WantOp:      &v1alpha1.Operation{Type: v1alpha1.OperationUpgrade, Component: "pd", Member: "a", Pod: "demo-pd-1", PodUID: "demo-pd-1@r1", Stage: v1alpha1.StageWaitingReady, NextPod: "demo-pd-0", NextPodUID: "demo-pd-0@r1"},
 			WantMessage: "demo-pd-1 in a to become available",
 			WantStuck:   "a/demo-pd-1",
 		},
@@ -621,7 +666,7 @@ func Cases() []Case {
 				s.ProgressDeadline = 10 * time.Minute
 				return s
 			}(),
-			WantOp:      &v1alpha1.Operation{Type: v1alpha1.OperationUpgrade, Component: "pd", Member: "a", Pod: "demo-pd-1", PodUID: "demo-pd-1@r1", Stage: v1alpha1.StageWaitingReady},
+			WantOp:      &v1alpha1.Operation{Type: v1alpha1.OperationUpgrade, Component: "pd", Member: "a", Pod: "demo-pd-1", PodUID: "demo-pd-1@r1", Stage: v1alpha1.StageWaitingReady, NextPod: "demo-pd-0", NextPodUID: "demo-pd-0@r1"},
 			WantMessage: "demo-pd-1 in a to become available",
 			WantAfter:   6 * time.Minute,
 		},
@@ -875,14 +920,14 @@ func Cases() []Case {
 			Name: "verify: an available replacement is verified (scope Pod) before the step completes",
 			State: State(staged(Op(v1alpha1.OperationUpgrade, "pd", "a", "demo-pd-1", "demo-pd-1@r1"), v1alpha1.StageWaitingReady, time.Minute), hooked(rollout.Component{Name: "pd", Placements: []rollout.Placement{
 				Placement("a", 2, "r2", append(Pods("pd", "r1", 0), Pods("pd", "r2", 1)...)...), Placement("b", 1, "r2", Pods("pd", "r1", 2)...)}}, gateHooks)),
-			WantOp:    &v1alpha1.Operation{Type: v1alpha1.OperationUpgrade, Component: "pd", Member: "a", Pod: "demo-pd-1", PodUID: "demo-pd-1@r1", Stage: v1alpha1.StageVerifying},
+			WantOp:    &v1alpha1.Operation{Type: v1alpha1.OperationUpgrade, Component: "pd", Member: "a", Pod: "demo-pd-1", PodUID: "demo-pd-1@r1", Stage: v1alpha1.StageVerifying, NextPod: "demo-pd-2", NextPodUID: "demo-pd-2@r1"},
 			WantCheck: []string{"a/demo-pd-1"},
 		},
 		{
 			Name: "verify: scope Component asks every pod of the component",
 			State: State(staged(Op(v1alpha1.OperationUpgrade, "pd", "a", "demo-pd-1", "demo-pd-1@r1"), v1alpha1.StageWaitingReady, time.Minute), hooked(rollout.Component{Name: "pd", Placements: []rollout.Placement{
 				Placement("a", 2, "r2", append(Pods("pd", "r1", 0), Pods("pd", "r2", 1)...)...), Placement("b", 1, "r2", Pods("pd", "r1", 2)...)}}, rollout.Hooks{PostReady: true, ComponentScope: true, PostReadyTimeout: time.Minute})),
-			WantOp:    &v1alpha1.Operation{Type: v1alpha1.OperationUpgrade, Component: "pd", Member: "a", Pod: "demo-pd-1", PodUID: "demo-pd-1@r1", Stage: v1alpha1.StageVerifying},
+			WantOp:    &v1alpha1.Operation{Type: v1alpha1.OperationUpgrade, Component: "pd", Member: "a", Pod: "demo-pd-1", PodUID: "demo-pd-1@r1", Stage: v1alpha1.StageVerifying, NextPod: "demo-pd-2", NextPodUID: "demo-pd-2@r1"},
 			WantCheck: []string{"a/demo-pd-0", "a/demo-pd-1", "b/demo-pd-2"},
 		},
 		{
@@ -890,7 +935,7 @@ func Cases() []Case {
 			State: calling(State(staged(Op(v1alpha1.OperationUpgrade, "pd", "a", "demo-pd-1", "demo-pd-1@r1"), v1alpha1.StageVerifying, time.Minute), hooked(rollout.Component{Name: "pd", Placements: []rollout.Placement{
 				Placement("a", 2, "r2", append(Pods("pd", "r1", 0), Pods("pd", "r2", 1)...)...), Placement("b", 1, "r2", Pods("pd", "r1", 2)...)}}, gateHooks)),
 				rollout.Calls{Health: healthy("not in quorum", "a/demo-pd-1")}),
-			WantOp:      &v1alpha1.Operation{Type: v1alpha1.OperationUpgrade, Component: "pd", Member: "a", Pod: "demo-pd-1", PodUID: "demo-pd-1@r1", Stage: v1alpha1.StageVerifying},
+			WantOp:      &v1alpha1.Operation{Type: v1alpha1.OperationUpgrade, Component: "pd", Member: "a", Pod: "demo-pd-1", PodUID: "demo-pd-1@r1", Stage: v1alpha1.StageVerifying, NextPod: "demo-pd-2", NextPodUID: "demo-pd-2@r1"},
 			WantCheck:   []string{"a/demo-pd-1"},
 			WantHook:    v1alpha1.ReasonHookFailing,
 			WantMessage: "the postReady gate fails (pod demo-pd-1 in a: not in quorum)",
@@ -900,7 +945,7 @@ func Cases() []Case {
 			State: calling(State(staged(Op(v1alpha1.OperationUpgrade, "pd", "a", "demo-pd-1", "demo-pd-1@r1"), v1alpha1.StageVerifying, 6*time.Minute), hooked(rollout.Component{Name: "pd", Placements: []rollout.Placement{
 				Placement("a", 2, "r2", append(Pods("pd", "r1", 0), Pods("pd", "r2", 1)...)...), Placement("b", 1, "r2", Pods("pd", "r1", 2)...)}}, gateHooks)),
 				rollout.Calls{Health: healthy("not in quorum", "a/demo-pd-1")}),
-			WantOp:      &v1alpha1.Operation{Type: v1alpha1.OperationUpgrade, Component: "pd", Member: "a", Pod: "demo-pd-1", PodUID: "demo-pd-1@r1", Stage: v1alpha1.StageVerifying},
+			WantOp:      &v1alpha1.Operation{Type: v1alpha1.OperationUpgrade, Component: "pd", Member: "a", Pod: "demo-pd-1", PodUID: "demo-pd-1@r1", Stage: v1alpha1.StageVerifying, NextPod: "demo-pd-2", NextPodUID: "demo-pd-2@r1"},
 			WantCheck:   []string{"a/demo-pd-1"},
 			WantHook:    v1alpha1.ReasonHookTimedOut,
 			WantMessage: "halted: the postReady gate after pod demo-pd-1 in a has not passed within 5m0s",
