@@ -435,8 +435,13 @@ func (k *kubelet) markReady(memberName string, key types.NamespacedName, uid typ
 			for _, ct := range []corev1.PodConditionType{corev1.PodScheduled, corev1.ContainersReady, corev1.PodReady} {
 				setPodCondition(&pod, corev1.PodCondition{Type: ct, Status: corev1.ConditionTrue, LastTransitionTime: now})
 			}
+			// The checker hears of the Ready before the update is sent:
+			// fedop's watch can deliver it, and fedop act on it, before
+			// the update's response is back here. A notice a little early
+			// hides nothing: fedop cannot see the Ready before it is
+			// stored.
+			k.notify(memberName, &pod)
 			if err = c.Status().Update(k.ctx, &pod); err == nil {
-				k.notify(memberName, &pod)
 				return
 			}
 			if apierrors.IsNotFound(err) {
@@ -471,9 +476,10 @@ func setPodCondition(pod *corev1.Pod, c corev1.PodCondition) {
 	pod.Status.Conditions = append(pod.Status.Conditions, c)
 }
 
-// notify tells every subscriber that pod was made Ready in member. The
-// invariant checker uses it so that a Ready pod counts as soon as the API
-// server accepted it, whatever its own watch's lag.
+// notify tells every subscriber that pod is being made Ready in member
+// (the update is about to be sent). The invariant checker uses it so that a
+// Ready pod counts from before anyone can have seen it, whatever its own
+// watch's lag.
 func (k *kubelet) notify(memberName string, pod *corev1.Pod) {
 	k.mu.Lock()
 	subs := slices.Collect(maps.Values(k.subscribers))
