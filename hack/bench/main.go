@@ -499,7 +499,29 @@ func (b *bench) stepPhase(ctx context.Context) error {
 	if n1 > n0 {
 		b.res.operatorMean = time.Duration((sum1 - sum0) / (n1 - n0) * float64(time.Second))
 	}
+	b.res.stepPhases = nil
+	for _, phase := range stepPhaseNames {
+		match := map[string]string{"phase": phase}
+		s0, _ := opBefore.sum("fedop_rollout_step_phase_seconds_sum", match)
+		c0, _ := opBefore.sum("fedop_rollout_step_phase_seconds_count", match)
+		s1, _ := opAfter.sum("fedop_rollout_step_phase_seconds_sum", match)
+		c1, _ := opAfter.sum("fedop_rollout_step_phase_seconds_count", match)
+		if c1 > c0 {
+			b.res.stepPhases = append(b.res.stepPhases, phaseMean{phase, time.Duration((s1 - s0) / (c1 - c0) * float64(time.Second)), c1 - c0})
+		}
+	}
 	return nil
+}
+
+// stepPhaseNames are the phases of fedop_rollout_step_phase_seconds, in
+// the order a step goes through them (federation/metrics.go).
+var stepPhaseNames = []string{"queue", "observe", "plan", "status", "act", "delete"}
+
+// phaseMean is the manager's mean time in one phase of a step.
+type phaseMean struct {
+	phase string
+	mean  time.Duration
+	steps float64
 }
 
 // setupSystems creates the FederationCluster and the StatefulSet of items 1

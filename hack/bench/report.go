@@ -62,6 +62,9 @@ type results struct {
 	// the observer's.
 	operatorSteps float64
 	operatorMean  time.Duration
+	// stepPhases split the manager's step overhead by phase
+	// (fedop_rollout_step_phase_seconds) over the same rounds.
+	stepPhases []phaseMean
 
 	memory   []memPoint
 	profiles []profile
@@ -508,6 +511,20 @@ func (r *results) writeStepDetails(b *strings.Builder, o options) {
 			"It measures, in the manager, from the member event that first showed the replacement Ready (or from the Ready condition's "+
 			"lastTransitionTime plus minReadySeconds, if later) to the delete call returning; it is reported for comparison only, the figures above are the observer's.\n",
 			r.operatorSteps, ms(r.operatorMean))
+	}
+	if len(r.stepPhases) > 0 {
+		b.WriteString("\nWhere fedop's step goes, by the manager's spans around each phase of the reconcile that deletes the next pod " +
+			"(`fedop_rollout_step_phase_seconds`, mean per step over the same rounds): queue is from the member event that showed the replacement Ready " +
+			"to the reconcile's start (the event's delivery and the workqueue), observe reads the caches, plan runs the planner and computes status, " +
+			"status is the status write before the act (0 when the step was acknowledged while the replacement came up: `status.operation.nextPod`), " +
+			"act is member writes before the deletion, delete is the deletion's round trip.\n\n")
+		b.WriteString(mdRow("phase", "mean", "steps") + mdRow("---", "---", "---"))
+		var total time.Duration
+		for _, p := range r.stepPhases {
+			total += p.mean
+			b.WriteString(mdRow(p.phase, fmt.Sprintf("%.2fms", float64(p.mean.Microseconds())/1000), fmt.Sprintf("%.0f", p.steps)))
+		}
+		b.WriteString(mdRow("sum", fmt.Sprintf("%.2fms", float64(total.Microseconds())/1000), ""))
 	}
 }
 

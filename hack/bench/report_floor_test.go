@@ -98,3 +98,17 @@ func TestIssue19Rows(t *testing.T) {
 	assert.Contains(t, md, "Section 9 gives the writes of each round")
 	assert.Contains(t, md, "k8s-b/many-000-c-1 (FederationCluster many-000)")
 }
+
+// TestStepPhasesReport: the manager's phase means are listed in step
+// order with their sum.
+func TestStepPhasesReport(t *testing.T) {
+	r := issue19Results(10*time.Millisecond, 8*time.Millisecond, 24*time.Second, 24*time.Second, 0, time.Second, 0)
+	r.stepPhases = []phaseMean{{"queue", 1500 * time.Microsecond, 69}, {"status", 0, 69}, {"delete", 4 * time.Millisecond, 69}}
+	var b strings.Builder
+	r.writeStepDetails(&b, options{members: []string{"k8s-a", "k8s-b"}, perMember: 6})
+	out := b.String()
+	require.Contains(t, out, "| phase | mean | steps |")
+	queue, status, del := strings.Index(out, "| queue | 1.50ms | 69 |"), strings.Index(out, "| status | 0.00ms | 69 |"), strings.Index(out, "| delete | 4.00ms | 69 |")
+	assert.True(t, queue > 0 && status > queue && del > status, "phases in step order:\n%s", out)
+	assert.Contains(t, out, "| sum | 5.50ms |  |")
+}
