@@ -381,7 +381,7 @@ func (b *bench) profileConnect(ctx context.Context, n int) (profile, error) {
 	}
 	defer m.stop()
 	c := &http.Client{Timeout: time.Second}
-	if err := waitHTTP(ctx, c, m.pprofURL+"/", m.proc, 30*time.Second); err != nil {
+	if err := waitReady(ctx, m.proc, "/debug/pprof/", 30*time.Second, httpOK(c, m.pprofURL+"/")); err != nil {
 		return profile{}, err
 	}
 	return fetchProfile(ctx, m.pprofURL, "profile", "seconds=15", b.labDir, "cpu-members.pb.gz", "",

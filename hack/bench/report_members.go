@@ -130,7 +130,7 @@ func (r *results) writeMembersDetails(b *strings.Builder, o options) {
 		"(discovery, a list and a watch of pods and of Services, `/readyz`), so these members are apiserver-only: one `bin/kube-apiserver` each, " +
 		"all sharing one `bin/etcd`, each with its own `--etcd-prefix` and port. They serve the core API and the few groups kube-apiserver cannot start without, " +
 		"with admission plugins other than NamespaceLifecycle, priority and fairness, and profiling off, and authorize everything (AlwaysAllow). " +
-		"One CA (made by the benchmark with crypto/x509) signs the serving certificate they all present (SAN 127.0.0.1) and fedop's client certificate; " +
+		"They all present one serving certificate (SAN 127.0.0.1) from a CA made by the benchmark with client-go's `util/cert`, and trust fedop's client certificate, self-signed (`--client-ca-file`); " +
 		"each member's registration Secret carries a kubeconfig with the server, the CA and the client certificate inline, as `member.ParseKubeconfig` asks.\n\n")
 	fmt.Fprintf(b, "For each size, the Secrets are in a host namespace of their own (`%s`) and a fresh `fedop-manager` (the same binary and defaults as the main manager, "+
 		"`--member-namespace %s`) is started %d times; the main manager is stopped first. From just before each start, the benchmark reads the manager's metrics every %s: "+
