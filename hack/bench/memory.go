@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -69,24 +70,21 @@ func (b *bench) sampleMemory(ctx context.Context, label string, managed, unrelat
 func steadyRSS(ctx context.Context, pid int) (float64, error) {
 	deadline := time.Now().Add(memSteadyTimeout)
 	var window []float64
-	for {
+	err := wait.PollUntilContextCancel(ctx, memSampleEvery, true, func(context.Context) (bool, error) {
 		rss, err := rssBytes(pid)
 		if err != nil {
-			return 0, fmt.Errorf("reading the manager's RSS: %w", err)
+			return false, fmt.Errorf("reading the manager's RSS: %w", err)
 		}
 		window = append(window, rss)
 		if len(window) > memSteadyCount {
 			window = window[1:]
 		}
-		if len(window) == memSteadyCount && (steady(window) || time.Now().After(deadline)) {
-			return median(window), nil
-		}
-		select {
-		case <-ctx.Done():
-			return 0, ctx.Err()
-		case <-time.After(memSampleEvery):
-		}
+		return len(window) == memSteadyCount && (steady(window) || time.Now().After(deadline)), nil
+	})
+	if err != nil {
+		return 0, err
 	}
+	return median(window), nil
 }
 
 func steady(xs []float64) bool {
@@ -116,32 +114,28 @@ func memoryFederation(name string, members []string, perMember int32) *v1alpha1.
 // waitFederationsReady waits until every FederationCluster named in keys
 // reports all its pods Ready, polling the host every second.
 func waitFederationsReady(ctx context.Context, host client.Client, keys []client.ObjectKey, want int32, logf func(string, ...any)) error {
-	last := time.Now()
-	for {
-		ready, all := int32(0), true
+	last, ready := time.Now(), int32(0)
+	err := wait.PollUntilContextCancel(ctx, time.Second, true, func(ctx context.Context) (bool, error) {
+		ready = 0
+		all := true
 		for _, key := range keys {
 			var fc v1alpha1.FederationCluster
 			if err := host.Get(ctx, key, &fc); err != nil {
-				return err
+				return false, err
 			}
 			ready += fc.Status.ReadyReplicas
-			if fc.Status.ReadyReplicas != want || fc.Status.Replicas != want {
-				all = false
-			}
+			all = all && fc.Status.ReadyReplicas == want && fc.Status.Replicas == want
 		}
-		if all {
-			return nil
-		}
-		if time.Since(last) > 15*time.Second {
+		if !all && time.Since(last) > 15*time.Second {
 			logf("  %d of %d managed pods Ready", ready, int(want)*len(keys))
 			last = time.Now()
 		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("waiting for %d FederationClusters to be Ready (%d pods Ready): %w", len(keys), ready, ctx.Err())
-		case <-time.After(time.Second):
-		}
+		return all, nil
+	})
+	if err != nil {
+		return fmt.Errorf("waiting for %d FederationClusters to be Ready (%d pods Ready): %w", len(keys), ready, err)
 	}
+	return nil
 }
 
 // unrelatedLabel is the only label of the pods fedop does not manage.
