@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"maps"
 	"net/http"
-	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -335,6 +334,11 @@ func mdRow(cells ...string) string {
 	return "| " + strings.Join(cells, " | ") + " |\n"
 }
 
+// mdHead returns a Markdown table's header row and the separator under it.
+func mdHead(cells ...string) string {
+	return mdRow(cells...) + mdRow(slices.Repeat([]string{"---"}, len(cells))...)
+}
+
 // formatRequests renders a window's requests as cluster METHOD count
 // (non-2xx codes named), sorted.
 func formatRequests(reqs map[reqKey]float64) string {
@@ -576,7 +580,7 @@ func (r *results) writeMemoryDetails(b *strings.Builder, o options) {
 		b.WriteString(mdRow(p.label, fmt.Sprint(p.managed), fmt.Sprint(p.unrelated), took, mib(p.rss), mib(p.heapLive), mib(p.heapInuse), fmt.Sprintf("%.0f", p.goroutines), fmt.Sprintf("%.1f s", p.cpu)))
 	}
 	for _, p := range r.profiles {
-		fmt.Fprintf(b, "\nProfile: %s (`%s`, `go tool pprof -top`):\n\n```\n%s```\n", p.what, filepath.Base(p.path), p.top)
+		b.WriteString(p.markdown())
 	}
 }
 
