@@ -24,6 +24,7 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"k8s.io/client-go/util/cert"
 	"k8s.io/client-go/util/keyutil"
+	"k8s.io/client-go/util/workqueue"
 )
 
 // The apiserver-only members of items 5 and 6. Fifty full clusters (etcd,
@@ -362,22 +363,9 @@ func (f *fleet) grow(ctx context.Context, n, parallel int) error {
 	for i := range news {
 		news[i] = &apiMember{name: fmt.Sprintf("bench-m%02d", len(f.members)+i)}
 	}
-	sem := make(chan struct{}, parallel)
-	errs := make([]error, add)
-	var wg sync.WaitGroup
-	for i, m := range news {
-		wg.Go(func() {
-			select {
-			case sem <- struct{}{}:
-			case <-ctx.Done():
-				errs[i] = ctx.Err()
-				return
-			}
-			defer func() { <-sem }()
-			errs[i] = f.startMember(ctx, m)
-		})
-	}
-	wg.Wait()
+	errs := make([]error, add, add+1)
+	workqueue.ParallelizeUntil(ctx, parallel, add, func(i int) { errs[i] = f.startMember(ctx, news[i]) })
+	errs = append(errs, ctx.Err()) // an end of ctx leaves members unstarted, without an error of their own
 	for _, m := range news {
 		if m.proc != nil {
 			// Started or not, close must stop it.

@@ -1,11 +1,14 @@
 package main
 
 import (
+	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"errors"
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -55,4 +58,36 @@ func TestWriteCerts(t *testing.T) {
 	keys, err := keyutil.PublicKeysFromFile(filepath.Join(f.dir, "sa.key"))
 	require.NoError(t, err)
 	assert.Len(t, keys, 1, "service account key, read as --service-account-key-file reads it")
+}
+
+// TestWaitReady checks the wait for a started process: done once the
+// check passes, an error naming the process once it has exited, and one
+// naming what it did not answer when the time is up.
+func TestWaitReady(t *testing.T) {
+	dir := t.TempDir()
+	long, err := startProc("sleeper", filepath.Join(dir, "sleep.log"), nil, "/bin/sleep", "30")
+	require.NoError(t, err)
+	defer long.stop(time.Second)
+	calls := 0
+	err = waitReady(context.Background(), long, "/ready", 5*time.Second, func(context.Context) error {
+		calls++
+		if calls < 3 {
+			return errors.New("not yet")
+		}
+		return nil
+	})
+	assert.NoError(t, err)
+	assert.Equal(t, 3, calls)
+
+	err = waitReady(context.Background(), long, "/ready", 300*time.Millisecond, func(context.Context) error { return errors.New("not yet") })
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "sleeper did not answer /ready within 300ms")
+	assert.Contains(t, err.Error(), "not yet")
+
+	short, err := startProc("quitter", filepath.Join(dir, "true.log"), nil, "/bin/true")
+	require.NoError(t, err)
+	<-short.done
+	err = waitReady(context.Background(), short, "/ready", 5*time.Second, func(context.Context) error { return errors.New("not yet") })
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "quitter exited")
 }

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -11,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/fedop-io/fedop/api/v1alpha1"
@@ -144,50 +144,22 @@ const unrelatedLabel = "bench.fedop.io/unrelated"
 // createUnrelated creates n pods without any of fedop's labels in member
 // cs, in the benchmark's namespace (fedop's own pods live there too), bound
 // round-robin to nodes by spec.nodeName: the scheduler's throughput is not
-// what this measures. Requests run on workers goroutines.
+// what this measures. Requests run on workers goroutines; the first error
+// (or ctx's end) stops them and is returned.
 func createUnrelated(ctx context.Context, cs kubernetes.Interface, nodes []string, n, workers int) error {
-	jobs := make(chan int)
-	errs := make(chan error, workers)
-	var wg sync.WaitGroup
-	for range workers {
-		wg.Go(func() {
-			for i := range jobs {
-				pod := &corev1.Pod{
-					ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("unrelated-%05d", i), Namespace: namespace, Labels: map[string]string{unrelatedLabel: "true"}},
-					Spec:       podTemplate(nil, "unrelated", imagePrefix+"unrelated").Spec,
-				}
-				pod.Spec.NodeName = nodes[i%len(nodes)]
-				if _, err := cs.CoreV1().Pods(namespace).Create(ctx, pod, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-					select {
-					case errs <- fmt.Errorf("creating pod %s: %w", pod.Name, err):
-					default:
-					}
-					return
-				}
-			}
-		})
-	}
-	var err error
-feed:
-	for i := range n {
-		select {
-		case jobs <- i:
-		case err = <-errs:
-			break feed
-		case <-ctx.Done():
-			err = ctx.Err()
-			break feed
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	workqueue.ParallelizeUntil(ctx, workers, n, func(i int) {
+		pod := &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("unrelated-%05d", i), Namespace: namespace, Labels: map[string]string{unrelatedLabel: "true"}},
+			Spec:       podTemplate(nil, "unrelated", imagePrefix+"unrelated").Spec,
 		}
-	}
-	close(jobs)
-	wg.Wait()
-	if err == nil {
-		select {
-		case err = <-errs:
-		default:
+		pod.Spec.NodeName = nodes[i%len(nodes)]
+		if _, err := cs.CoreV1().Pods(namespace).Create(ctx, pod, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+			cancel(fmt.Errorf("creating pod %s: %w", pod.Name, err)) // the first error stops the rest
 		}
-	}
-	return err
+	})
+	return context.Cause(ctx)
 }
 
 // readyCount returns the number of live Ready instances.
