@@ -423,15 +423,19 @@ func (f *fleet) startMember(ctx context.Context, m *apiMember) error {
 			"--profiling=false",
 			"--etcd-count-metric-poll-period", "0",
 		}
+		// A plain GET per poll with the kubeconfig's TLS (client-go's REST
+		// client would retry within one call, hiding when it became ready).
+		c, err := rest.HTTPClientFor(m.cfg)
+		if err != nil {
+			return err
+		}
 		begin := time.Now()
 		m.proc, err = startProc(m.name, file(m.name+".log"), os.Environ(), args...)
 		if err != nil {
 			return err
 		}
-		readyz := func(ctx context.Context) error {
-			return m.client.Discovery().RESTClient().Get().AbsPath("/readyz").Do(ctx).Error()
-		}
-		err = waitReady(ctx, m.proc, "/readyz", 2*time.Minute, readyz)
+		err = waitReady(ctx, m.proc, "/readyz", 2*time.Minute, httpOK(c, m.cfg.Host+"/readyz"))
+		c.CloseIdleConnections()
 		if err == nil {
 			m.startup = time.Since(begin)
 			m.startCPU, _ = cpuSeconds(m.proc.pid())
