@@ -2,16 +2,9 @@ package main
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
+	"crypto"
 	"errors"
 	"fmt"
-	"math/big"
 	"net"
 	"net/http"
 	"os"
@@ -24,10 +17,14 @@ import (
 	"syscall"
 	"time"
 
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"k8s.io/client-go/util/cert"
+	"k8s.io/client-go/util/keyutil"
+	"k8s.io/client-go/util/workqueue"
 )
 
 // The apiserver-only members of items 5 and 6. Fifty full clusters (etcd,
@@ -181,10 +178,10 @@ type fleet struct {
 	logf        func(string, ...any)
 	etcd        *proc
 	etcdURL     string
-	// The certificates, PEM: one CA signs the serving certificate every
-	// apiserver presents (SAN 127.0.0.1) and fedop's client certificate.
+	// The certificates, PEM: the CA of the serving certificate every
+	// apiserver presents (SAN 127.0.0.1), and fedop's client certificate
+	// and key.
 	caPEM, clientCertPEM, clientKeyPEM []byte
-	tlsConfig                          *tls.Config
 	members                            []*apiMember
 }
 
@@ -210,106 +207,55 @@ func newFleet(ctx context.Context, parent, binDir string, logf func(string, ...a
 	return f, nil
 }
 
-// writeCerts generates the CA, the serving and client certificates and the
-// service account key, and writes the files kube-apiserver reads. ECDSA
-// P-256 throughout: it is quick to generate and every component accepts it.
+// writeCerts makes the fleet's certificates with client-go's util/cert
+// and writes the files kube-apiserver reads: a serving certificate for
+// 127.0.0.1 and its CA (GenerateSelfSignedCertKey), the same for every
+// apiserver since they differ only in port and TLS names no port; fedop's
+// client certificate, self-signed and the members' --client-ca-file; and
+// the service account key (ECDSA; kube-apiserver requires one though no
+// token is ever issued here, and takes the private key for both flags).
 func (f *fleet) writeCerts() error {
-	newKey := func() (*ecdsa.PrivateKey, []byte, error) {
-		k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-		if err != nil {
-			return nil, nil, err
-		}
-		der, err := x509.MarshalECPrivateKey(k)
-		if err != nil {
-			return nil, nil, err
-		}
-		return k, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: der}), nil
-	}
-	now := time.Now()
-	caKey, _, err := newKey()
+	servingPEM, servingKeyPEM, err := cert.GenerateSelfSignedCertKey(loopback, nil, []string{"localhost"})
 	if err != nil {
 		return err
 	}
-	caTmpl := &x509.Certificate{
-		SerialNumber:          big.NewInt(1),
-		Subject:               pkix.Name{CommonName: "fedop-bench-members-ca"},
-		NotBefore:             now.Add(-time.Hour),
-		NotAfter:              now.Add(48 * time.Hour),
-		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
-		BasicConstraintsValid: true,
-		IsCA:                  true,
-	}
-	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
+	chain, err := cert.ParseCertsPEM(servingPEM) // the serving certificate, then its CA
 	if err != nil {
 		return err
 	}
-	ca, err := x509.ParseCertificate(caDER)
-	if err != nil {
+	if f.caPEM, err = cert.EncodeCertificates(chain[len(chain)-1]); err != nil {
 		return err
 	}
-	f.caPEM = pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER})
-	sign := func(serial int64, tmpl *x509.Certificate) ([]byte, []byte, error) {
-		k, keyPEM, err := newKey()
-		if err != nil {
-			return nil, nil, err
-		}
-		tmpl.SerialNumber = big.NewInt(serial)
-		tmpl.NotBefore, tmpl.NotAfter = now.Add(-time.Hour), now.Add(48*time.Hour)
-		tmpl.KeyUsage = x509.KeyUsageDigitalSignature
-		der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &k.PublicKey, caKey)
-		if err != nil {
-			return nil, nil, err
-		}
-		return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), keyPEM, nil
+	if f.clientKeyPEM, err = keyutil.MakeEllipticPrivateKeyPEM(); err != nil {
+		return err
 	}
-	// One serving certificate for every apiserver: they all listen on
-	// 127.0.0.1, only the port differs, and TLS names no port.
-	servingPEM, servingKeyPEM, err := sign(2, &x509.Certificate{
-		Subject:     pkix.Name{CommonName: loopback},
-		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-		IPAddresses: []net.IP{net.ParseIP(loopback)},
-		DNSNames:    []string{"localhost"},
-	})
+	key, err := keyutil.ParsePrivateKeyPEM(f.clientKeyPEM)
 	if err != nil {
 		return err
 	}
 	// fedop's identity in every member. The members authorize everything
 	// (AlwaysAllow), so the group only says what the identity is meant as.
-	f.clientCertPEM, f.clientKeyPEM, err = sign(3, &x509.Certificate{
-		Subject:     pkix.Name{CommonName: "fedop-bench", Organization: []string{"system:masters"}},
-		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
-	})
+	client, err := cert.NewSelfSignedCACert(cert.Config{CommonName: "fedop-bench", Organization: []string{"system:masters"}}, key.(crypto.Signer))
 	if err != nil {
 		return err
 	}
-	// The service account key: kube-apiserver requires one, though no
-	// token is ever issued here.
-	saKey, saKeyPEM, err := newKey()
-	if err != nil {
+	if f.clientCertPEM, err = cert.EncodeCertificates(client); err != nil {
 		return err
 	}
-	saPubDER, err := x509.MarshalPKIXPublicKey(&saKey.PublicKey)
+	saKeyPEM, err := keyutil.MakeEllipticPrivateKeyPEM()
 	if err != nil {
 		return err
 	}
 	for name, data := range map[string][]byte{
-		"ca.crt":      f.caPEM,
-		"serving.crt": servingPEM,
-		"serving.key": servingKeyPEM,
-		"sa.key":      saKeyPEM,
-		"sa.pub":      pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: saPubDER}),
+		"client-ca.crt": f.clientCertPEM,
+		"serving.crt":   servingPEM,
+		"serving.key":   servingKeyPEM,
+		"sa.key":        saKeyPEM,
 	} {
 		if err := os.WriteFile(filepath.Join(f.dir, name), data, 0o600); err != nil {
 			return err
 		}
 	}
-	clientCert, err := tls.X509KeyPair(f.clientCertPEM, f.clientKeyPEM)
-	if err != nil {
-		return err
-	}
-	pool := x509.NewCertPool()
-	pool.AddCert(ca)
-	f.tlsConfig = &tls.Config{RootCAs: pool, Certificates: []tls.Certificate{clientCert}, MinVersion: tls.VersionTLS12}
 	return nil
 }
 
@@ -340,7 +286,7 @@ func (f *fleet) startEtcd(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		err = waitHTTP(ctx, http.DefaultClient, f.etcdURL+"/health", f.etcd, 30*time.Second)
+		err = waitReady(ctx, f.etcd, "/health", 30*time.Second, httpOK(http.DefaultClient, f.etcdURL+"/health"))
 		if err == nil {
 			return nil
 		}
@@ -351,30 +297,42 @@ func (f *fleet) startEtcd(ctx context.Context) error {
 	}
 }
 
-// waitHTTP polls url every 100ms until it answers 200, p exits, or timeout
-// passes.
-func waitHTTP(ctx context.Context, c *http.Client, url string, p *proc, timeout time.Duration) error {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	for {
+// waitReady calls ready every 100ms, each call bounded to 2s, until it
+// returns nil, p exits, or timeout passes.
+func waitReady(ctx context.Context, p *proc, what string, timeout time.Duration, ready func(context.Context) error) error {
+	var last error
+	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+		if p.exited() {
+			return false, fmt.Errorf("%s exited: %v", p.name, p.err)
+		}
+		ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		defer cancel()
+		last = ready(ctx)
+		return last == nil, nil
+	})
+	if err != nil && !p.exited() {
+		return fmt.Errorf("%s did not answer %s within %s: %w (last error: %v)", p.name, what, timeout, err, last)
+	}
+	return err
+}
+
+// httpOK returns a readiness check for waitReady: a GET of url with c
+// answered 200.
+func httpOK(c *http.Client, url string) func(context.Context) error {
+	return func(ctx context.Context) error {
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 		if err != nil {
 			return err
 		}
 		resp, err := c.Do(req)
-		if err == nil {
-			_ = resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return nil
-			}
+		if err != nil {
+			return err
 		}
-		select {
-		case <-p.done:
-			return fmt.Errorf("%s exited: %v", p.name, p.err)
-		case <-ctx.Done():
-			return fmt.Errorf("%s did not answer %s within %s: %w", p.name, url, timeout, ctx.Err())
-		case <-time.After(100 * time.Millisecond):
+		_ = resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("GET %s: %s", url, resp.Status)
 		}
+		return nil
 	}
 }
 
@@ -405,22 +363,9 @@ func (f *fleet) grow(ctx context.Context, n, parallel int) error {
 	for i := range news {
 		news[i] = &apiMember{name: fmt.Sprintf("bench-m%02d", len(f.members)+i)}
 	}
-	sem := make(chan struct{}, parallel)
-	errs := make([]error, add)
-	var wg sync.WaitGroup
-	for i, m := range news {
-		wg.Go(func() {
-			select {
-			case sem <- struct{}{}:
-			case <-ctx.Done():
-				errs[i] = ctx.Err()
-				return
-			}
-			defer func() { <-sem }()
-			errs[i] = f.startMember(ctx, m)
-		})
-	}
-	wg.Wait()
+	errs := make([]error, add, add+1)
+	workqueue.ParallelizeUntil(ctx, parallel, add, func(i int) { errs[i] = f.startMember(ctx, news[i]) })
+	errs = append(errs, ctx.Err()) // an end of ctx leaves members unstarted, without an error of their own
 	for _, m := range news {
 		if m.proc != nil {
 			// Started or not, close must stop it.
@@ -446,7 +391,9 @@ func (f *fleet) startMember(ctx context.Context, m *apiMember) error {
 		if err != nil {
 			return err
 		}
-		m.port = port
+		if err := f.connectTo(m, port); err != nil {
+			return err
+		}
 		file := func(name string) string { return filepath.Join(f.dir, name) }
 		args := []string{
 			filepath.Join(f.binDir, "kube-apiserver"),
@@ -457,13 +404,13 @@ func (f *fleet) startMember(ctx context.Context, m *apiMember) error {
 			"--secure-port", strconv.Itoa(port),
 			"--tls-cert-file", file("serving.crt"),
 			"--tls-private-key-file", file("serving.key"),
-			"--client-ca-file", file("ca.crt"),
+			"--client-ca-file", file("client-ca.crt"),
 			"--service-account-issuer", "https://" + m.name + ".bench.invalid",
-			"--service-account-key-file", file("sa.pub"),
+			"--service-account-key-file", file("sa.key"),
 			"--service-account-signing-key-file", file("sa.key"),
 			"--service-cluster-ip-range", "10.96.0.0/16",
-			// A benchmark member: whoever holds a certificate of the
-			// fleet's CA may do anything.
+			// A benchmark member: whoever holds fedop's client certificate
+			// may do anything.
 			"--authorization-mode", "AlwaysAllow",
 			"--runtime-config", apiserverRuntimeConfig,
 			"--disable-admission-plugins", strings.Join(apiserverDisabledAdmission, ","),
@@ -476,26 +423,39 @@ func (f *fleet) startMember(ctx context.Context, m *apiMember) error {
 			"--profiling=false",
 			"--etcd-count-metric-poll-period", "0",
 		}
+		// A plain GET per poll with the kubeconfig's TLS (client-go's REST
+		// client would retry within one call, hiding when it became ready).
+		c, err := rest.HTTPClientFor(m.cfg)
+		if err != nil {
+			return err
+		}
 		begin := time.Now()
 		m.proc, err = startProc(m.name, file(m.name+".log"), os.Environ(), args...)
 		if err != nil {
 			return err
 		}
-		c := &http.Client{Transport: &http.Transport{TLSClientConfig: f.tlsConfig}, Timeout: 2 * time.Second}
-		err = waitHTTP(ctx, c, fmt.Sprintf("https://127.0.0.1:%d/readyz", port), m.proc, 2*time.Minute)
+		err = waitReady(ctx, m.proc, "/readyz", 2*time.Minute, httpOK(c, m.cfg.Host+"/readyz"))
 		c.CloseIdleConnections()
 		if err == nil {
 			m.startup = time.Since(begin)
 			m.startCPU, _ = cpuSeconds(m.proc.pid())
-			break
+			return nil
 		}
 		m.proc.stop(5 * time.Second)
 		if attempt == 3 || !strings.Contains(m.proc.logTail(30), "address already in use") {
 			return fmt.Errorf("apiserver %s: %w\n%s", m.name, err, m.proc.logTail(15))
 		}
 	}
+}
+
+// connectTo sets m's port, kubeconfig, REST config and client for an
+// apiserver on port: the kubeconfig is what fedop gets in the member's
+// registration Secret, server, CA and client certificate inline, as
+// member.ParseKubeconfig asks.
+func (f *fleet) connectTo(m *apiMember, port int) error {
+	m.port = port
 	kc := clientcmdapi.NewConfig()
-	kc.Clusters[m.name] = &clientcmdapi.Cluster{Server: fmt.Sprintf("https://127.0.0.1:%d", m.port), CertificateAuthorityData: f.caPEM}
+	kc.Clusters[m.name] = &clientcmdapi.Cluster{Server: fmt.Sprintf("https://127.0.0.1:%d", port), CertificateAuthorityData: f.caPEM}
 	kc.AuthInfos["fedop"] = &clientcmdapi.AuthInfo{ClientCertificateData: f.clientCertPEM, ClientKeyData: f.clientKeyPEM}
 	kc.Contexts[m.name] = &clientcmdapi.Context{Cluster: m.name, AuthInfo: "fedop"}
 	kc.CurrentContext = m.name

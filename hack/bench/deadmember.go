@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"net/http"
@@ -15,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -320,18 +322,17 @@ func (b *bench) waitDeadSetup(ctx context.Context, live *system, dead *apiMember
 		return err
 	}
 	sel := labels.SelectorFromSet(labels.Set{v1alpha1.LabelInstance: "dead"}).String()
-	for {
-		pods, err := dead.client.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{LabelSelector: sel})
-		if err == nil && len(pods.Items) > 0 {
-			b.logf("FederationCluster live (%d pods) is Ready; dead has %d pods in %s, never to be Ready (no scheduler there)", live.pods, len(pods.Items), dead.name)
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("waiting for the pods of FederationCluster dead in %s: %w (last error: %v)", dead.name, ctx.Err(), err)
-		case <-time.After(200 * time.Millisecond):
-		}
+	var pods *corev1.PodList
+	var lastErr error
+	err := wait.PollUntilContextCancel(ctx, 200*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+		pods, lastErr = dead.client.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{LabelSelector: sel})
+		return lastErr == nil && len(pods.Items) > 0, nil
+	})
+	if err != nil {
+		return fmt.Errorf("waiting for the pods of FederationCluster dead in %s: %w (last error: %v)", dead.name, err, lastErr)
 	}
+	b.logf("FederationCluster live (%d pods) is Ready; dead has %d pods in %s, never to be Ready (no scheduler there)", live.pods, len(pods.Items), dead.name)
+	return nil
 }
 
 // sampler reads the manager's metrics every samplePoll: whether it sees
@@ -378,20 +379,16 @@ func startSampler(m *managerRun, dead string) *sampler {
 		defer close(s.done)
 		defer c.CloseIdleConnections()
 		lastKept := time.Now()
-		t := time.NewTicker(samplePoll)
-		defer t.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-				keep := time.Since(lastKept) >= goroutineEvery-samplePoll/2
-				take(keep)
-				if keep {
-					lastKept = time.Now()
-				}
+		// A sample every samplePoll (not sliding: however long a scrape
+		// takes) until stop; the condition never holds.
+		_ = wait.PollUntilContextCancel(ctx, samplePoll, false, func(context.Context) (bool, error) {
+			keep := time.Since(lastKept) >= goroutineEvery-samplePoll/2
+			take(keep)
+			if keep {
+				lastKept = time.Now()
 			}
-		}
+			return false, nil
+		})
 	}()
 	return s
 }
@@ -489,23 +486,26 @@ func (b *bench) deleteFederations(keys []client.ObjectKey, m *managerRun, timeou
 			b.logf("Deleting FederationCluster %s: %v", k, err)
 		}
 	}
-	deadline := time.Now().Add(timeout)
+	wctx, wcancel := context.WithTimeout(ctx, timeout)
+	defer wcancel()
 	for _, k := range keys {
-		for {
-			var fc v1alpha1.FederationCluster
-			err := b.host.Get(ctx, k, &fc)
-			if apierrors.IsNotFound(err) {
-				break
+		// The Get with ctx, not wctx: once the wait has timed out, each key
+		// is still looked at once.
+		err := wait.PollUntilContextCancel(wctx, 200*time.Millisecond, true, func(context.Context) (bool, error) {
+			if apierrors.IsNotFound(b.host.Get(ctx, k, &v1alpha1.FederationCluster{})) {
+				return true, nil
 			}
-			if time.Now().After(deadline) || ctx.Err() != nil || m.proc.exited() {
-				b.logf("FederationCluster %s was not cleaned up by the manager; dropping its finalizers", k)
-				obj := &v1alpha1.FederationCluster{ObjectMeta: metav1.ObjectMeta{Namespace: k.Namespace, Name: k.Name}}
-				if err := dropFinalizers(ctx, b.host, obj); err != nil {
-					b.logf("%v", err)
-				}
-				break
+			if m.proc.exited() {
+				return false, errors.New("the manager exited")
 			}
-			time.Sleep(200 * time.Millisecond)
+			return false, nil
+		})
+		if err != nil {
+			b.logf("FederationCluster %s was not cleaned up by the manager; dropping its finalizers", k)
+			obj := &v1alpha1.FederationCluster{ObjectMeta: metav1.ObjectMeta{Namespace: k.Namespace, Name: k.Name}}
+			if err := dropFinalizers(ctx, b.host, obj); err != nil {
+				b.logf("%v", err)
+			}
 		}
 	}
 }

@@ -19,6 +19,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
@@ -707,14 +708,9 @@ func (b *bench) memoryPhase(ctx context.Context) error {
 		return err
 	}
 	b.logf("Created %d unrelated pods in %s in %s", b.unrelated, last, ms(time.Since(start)))
-	wctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
-	defer cancel()
-	for uobs.readyCount() < b.unrelated {
-		select {
-		case <-wctx.Done():
-			return fmt.Errorf("waiting for %d unrelated pods to be Ready (%d are): %w", b.unrelated, uobs.readyCount(), wctx.Err())
-		case <-time.After(time.Second):
-		}
+	allReady := func(context.Context) (bool, error) { return uobs.readyCount() >= b.unrelated, nil }
+	if err := wait.PollUntilContextTimeout(ctx, time.Second, 10*time.Minute, true, allReady); err != nil {
+		return fmt.Errorf("waiting for %d unrelated pods to be Ready (%d are): %w", b.unrelated, uobs.readyCount(), err)
 	}
 	p, err = b.sampleMemory(ctx, memLabel(b.memBase, b.unrelated), other+b.memBase, b.unrelated, time.Since(start))
 	if err != nil {

@@ -245,8 +245,7 @@ func (r *results) writeManyDetails(b *strings.Builder, _ options) {
 		"The step overhead is item 1's (the previous replacement seen Ready to the next deletion seen, within one FederationCluster), "+
 		"pooled over every FederationCluster; steps per second are all deletions over the time from the first upgrade written to the last new pod seen Ready.\n\n",
 		m.federations, manyPerMember, manyParallel)
-	b.WriteString(mdRow("round", "upgrades written in", "total", "steps", "steps per second", "p50", "p90", "p99", "max", "violations"))
-	b.WriteString(mdRow("---", "---", "---", "---", "---", "---", "---", "---", "---", "---"))
+	b.WriteString(mdHead("round", "upgrades written in", "total", "steps", "steps per second", "p50", "p90", "p99", "max", "violations"))
 	for i, rd := range m.rounds {
 		b.WriteString(mdRow(fmt.Sprint(i+1), ms(rd.written), ms(rd.total), fmt.Sprint(rd.steps), fmt.Sprintf("%.1f", float64(rd.steps)/rd.total.Seconds()),
 			ms(e2e.Percentile(rd.overheads, 50)), ms(e2e.Percentile(rd.overheads, 90)), ms(e2e.Percentile(rd.overheads, 99)), ms(e2e.Percentile(rd.overheads, 100)),

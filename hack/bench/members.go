@@ -19,6 +19,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -145,48 +146,45 @@ func (c connectRun) percentileOf(share float64) time.Duration {
 // waitConnected polls m's metrics every connectPoll until every member in
 // names is connected, m exits, or connectTimeout passes.
 func waitConnected(ctx context.Context, m *managerRun, names []string) (connectRun, error) {
-	ctx, cancel := context.WithTimeout(ctx, connectTimeout)
-	defer cancel()
 	// A client of its own with a short timeout: a scrape that hangs must
 	// not hide the next one.
 	c := &http.Client{Timeout: 2 * time.Second}
 	defer c.CloseIdleConnections()
 	run := connectRun{members: len(names)}
 	seen := map[string]time.Duration{}
-	for {
+	err := wait.PollUntilContextTimeout(ctx, connectPoll, connectTimeout, true, func(ctx context.Context) (bool, error) {
+		if m.proc.exited() {
+			return false, fmt.Errorf("fedop-manager exited: %v\n%s", m.proc.err, m.proc.logTail(15))
+		}
 		s, err := scrapeWith(ctx, c, m.metricsURL)
-		if err == nil {
-			at := s.at.Sub(m.started)
-			run.scrapes++
-			if run.up == 0 {
-				run.up = at
+		if err != nil {
+			return false, nil
+		}
+		at := s.at.Sub(m.started)
+		run.scrapes++
+		if run.up == 0 {
+			run.up = at
+		}
+		for _, name := range names {
+			if _, ok := seen[name]; ok {
+				continue
 			}
-			for _, name := range names {
-				if _, ok := seen[name]; ok {
-					continue
-				}
-				if v, ok := s.sum("fedop_member_connected", map[string]string{labelMember: name}); ok && v == 1 {
-					seen[name] = at
-				}
-			}
-			if len(seen) == len(names) {
-				for _, d := range seen {
-					run.connected = append(run.connected, d)
-				}
-				slices.Sort(run.connected)
-				run.all = run.connected[len(run.connected)-1]
-				return run, nil
+			if v, ok := s.sum("fedop_member_connected", map[string]string{labelMember: name}); ok && v == 1 {
+				seen[name] = at
 			}
 		}
-		select {
-		case <-m.proc.done:
-			return run, fmt.Errorf("fedop-manager exited: %v\n%s", m.proc.err, m.proc.logTail(15))
-		case <-ctx.Done():
-			return run, fmt.Errorf("waiting for %d members to connect (%d did, metrics up: %t): %w\n%s",
-				len(names), len(seen), run.up > 0, ctx.Err(), m.proc.logTail(15))
-		case <-time.After(connectPoll):
+		return len(seen) == len(names), nil
+	})
+	if err != nil {
+		if m.proc.exited() {
+			return run, err
 		}
+		return run, fmt.Errorf("waiting for %d members to connect (%d did, metrics up: %t): %w\n%s",
+			len(names), len(seen), run.up > 0, err, m.proc.logTail(15))
 	}
+	run.connected = slices.Sorted(maps.Values(seen))
+	run.all = run.connected[len(run.connected)-1]
+	return run, nil
 }
 
 // registerMembers creates (or updates) the registration Secret of each
@@ -381,7 +379,7 @@ func (b *bench) profileConnect(ctx context.Context, n int) (profile, error) {
 	}
 	defer m.stop()
 	c := &http.Client{Timeout: time.Second}
-	if err := waitHTTP(ctx, c, m.pprofURL+"/", m.proc, 30*time.Second); err != nil {
+	if err := waitReady(ctx, m.proc, "/debug/pprof/", 30*time.Second, httpOK(c, m.pprofURL+"/")); err != nil {
 		return profile{}, err
 	}
 	return fetchProfile(ctx, m.pprofURL, "profile", "seconds=15", b.labDir, "cpu-members.pb.gz", "",
@@ -444,16 +442,14 @@ func (b *bench) stopMainManager(ctx context.Context) error {
 	if err := syscall.Kill(b.managerPID, syscall.SIGTERM); err != nil {
 		return fmt.Errorf("stopping the main fedop-manager: %w", err)
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for managerAlive(b.managerPID) {
-		if time.Now().After(deadline) {
-			_ = syscall.Kill(b.managerPID, syscall.SIGKILL)
-			deadline = time.Now().Add(time.Hour)
-		}
-		select {
-		case <-ctx.Done():
+	gone := func(context.Context) (bool, error) { return !managerAlive(b.managerPID), nil }
+	if err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, gone); err != nil {
+		if ctx.Err() != nil {
 			return ctx.Err()
-		case <-time.After(100 * time.Millisecond):
+		}
+		_ = syscall.Kill(b.managerPID, syscall.SIGKILL)
+		if err := wait.PollUntilContextCancel(ctx, 100*time.Millisecond, true, gone); err != nil {
+			return err
 		}
 	}
 	b.logf("Stopped the main fedop-manager (pid %d)", b.managerPID)

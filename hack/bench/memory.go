@@ -3,13 +3,14 @@ package main
 import (
 	"context"
 	"fmt"
-	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/fedop-io/fedop/api/v1alpha1"
@@ -69,24 +70,21 @@ func (b *bench) sampleMemory(ctx context.Context, label string, managed, unrelat
 func steadyRSS(ctx context.Context, pid int) (float64, error) {
 	deadline := time.Now().Add(memSteadyTimeout)
 	var window []float64
-	for {
+	err := wait.PollUntilContextCancel(ctx, memSampleEvery, true, func(context.Context) (bool, error) {
 		rss, err := rssBytes(pid)
 		if err != nil {
-			return 0, fmt.Errorf("reading the manager's RSS: %w", err)
+			return false, fmt.Errorf("reading the manager's RSS: %w", err)
 		}
 		window = append(window, rss)
 		if len(window) > memSteadyCount {
 			window = window[1:]
 		}
-		if len(window) == memSteadyCount && (steady(window) || time.Now().After(deadline)) {
-			return median(window), nil
-		}
-		select {
-		case <-ctx.Done():
-			return 0, ctx.Err()
-		case <-time.After(memSampleEvery):
-		}
+		return len(window) == memSteadyCount && (steady(window) || time.Now().After(deadline)), nil
+	})
+	if err != nil {
+		return 0, err
 	}
+	return median(window), nil
 }
 
 func steady(xs []float64) bool {
@@ -116,32 +114,28 @@ func memoryFederation(name string, members []string, perMember int32) *v1alpha1.
 // waitFederationsReady waits until every FederationCluster named in keys
 // reports all its pods Ready, polling the host every second.
 func waitFederationsReady(ctx context.Context, host client.Client, keys []client.ObjectKey, want int32, logf func(string, ...any)) error {
-	last := time.Now()
-	for {
-		ready, all := int32(0), true
+	last, ready := time.Now(), int32(0)
+	err := wait.PollUntilContextCancel(ctx, time.Second, true, func(ctx context.Context) (bool, error) {
+		ready = 0
+		all := true
 		for _, key := range keys {
 			var fc v1alpha1.FederationCluster
 			if err := host.Get(ctx, key, &fc); err != nil {
-				return err
+				return false, err
 			}
 			ready += fc.Status.ReadyReplicas
-			if fc.Status.ReadyReplicas != want || fc.Status.Replicas != want {
-				all = false
-			}
+			all = all && fc.Status.ReadyReplicas == want && fc.Status.Replicas == want
 		}
-		if all {
-			return nil
-		}
-		if time.Since(last) > 15*time.Second {
+		if !all && time.Since(last) > 15*time.Second {
 			logf("  %d of %d managed pods Ready", ready, int(want)*len(keys))
 			last = time.Now()
 		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("waiting for %d FederationClusters to be Ready (%d pods Ready): %w", len(keys), ready, ctx.Err())
-		case <-time.After(time.Second):
-		}
+		return all, nil
+	})
+	if err != nil {
+		return fmt.Errorf("waiting for %d FederationClusters to be Ready (%d pods Ready): %w", len(keys), ready, err)
 	}
+	return nil
 }
 
 // unrelatedLabel is the only label of the pods fedop does not manage.
@@ -150,48 +144,20 @@ const unrelatedLabel = "bench.fedop.io/unrelated"
 // createUnrelated creates n pods without any of fedop's labels in member
 // cs, in the benchmark's namespace (fedop's own pods live there too), bound
 // round-robin to nodes by spec.nodeName: the scheduler's throughput is not
-// what this measures. Requests run on workers goroutines.
+// what this measures. Requests run on workers goroutines; the first error
+// (or ctx's end) stops them and is returned.
 func createUnrelated(ctx context.Context, cs kubernetes.Interface, nodes []string, n, workers int) error {
-	jobs := make(chan int)
-	errs := make(chan error, workers)
-	var wg sync.WaitGroup
-	for range workers {
-		wg.Go(func() {
-			for i := range jobs {
-				pod := &corev1.Pod{
-					ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("unrelated-%05d", i), Namespace: namespace, Labels: map[string]string{unrelatedLabel: "true"}},
-					Spec:       podTemplate(nil, "unrelated", imagePrefix+"unrelated").Spec,
-				}
-				pod.Spec.NodeName = nodes[i%len(nodes)]
-				if _, err := cs.CoreV1().Pods(namespace).Create(ctx, pod, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-					select {
-					case errs <- fmt.Errorf("creating pod %s: %w", pod.Name, err):
-					default:
-					}
-					return
-				}
-			}
-		})
-	}
-	var err error
-feed:
-	for i := range n {
-		select {
-		case jobs <- i:
-		case err = <-errs:
-			break feed
-		case <-ctx.Done():
-			err = ctx.Err()
-			break feed
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	workqueue.ParallelizeUntil(ctx, workers, n, func(i int) {
+		pod := &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("unrelated-%05d", i), Namespace: namespace, Labels: map[string]string{unrelatedLabel: "true"}},
+			Spec:       podTemplate(nil, "unrelated", imagePrefix+"unrelated").Spec,
 		}
-	}
-	close(jobs)
-	wg.Wait()
-	if err == nil {
-		select {
-		case err = <-errs:
-		default:
+		pod.Spec.NodeName = nodes[i%len(nodes)]
+		if _, err := cs.CoreV1().Pods(namespace).Create(ctx, pod, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+			cancel(fmt.Errorf("creating pod %s: %w", pod.Name, err)) // the first error stops the rest
 		}
-	}
-	return err
+	})
+	return context.Cause(ctx)
 }

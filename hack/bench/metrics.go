@@ -11,6 +11,7 @@ import (
 
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+	"k8s.io/apimachinery/pkg/util/wait"
 )
 
 // sample is one series of a scrape: a metric name, its labels, its value.
@@ -151,21 +152,20 @@ func isWrite(method string) bool {
 	return false
 }
 
-// waitMetrics polls url until cond holds for a scrape, or ctx ends.
+// waitMetrics scrapes url every 200ms until cond holds for a scrape, or
+// ctx ends.
 func waitMetrics(ctx context.Context, url string, what string, cond func(scrape) bool) error {
 	var lastErr error
-	for {
+	err := wait.PollUntilContextCancel(ctx, 200*time.Millisecond, true, func(ctx context.Context) (bool, error) {
 		s, err := scrapeMetrics(ctx, url)
-		if err == nil && cond(s) {
-			return nil
-		}
 		if err != nil {
 			lastErr = err
+			return false, nil
 		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("waiting for %s: %w (last error: %v)", what, ctx.Err(), lastErr)
-		case <-time.After(200 * time.Millisecond):
-		}
+		return cond(s), nil
+	})
+	if err != nil {
+		return fmt.Errorf("waiting for %s: %w (last error: %v)", what, err, lastErr)
 	}
+	return nil
 }

@@ -64,3 +64,9 @@ func fetchProfile(ctx context.Context, baseURL, name, query, dir, file, sampleIn
 	}
 	return profile{what: what, path: path, top: string(out)}, nil
 }
+
+// markdown renders p for the report: what it is, its file's name, and
+// its top functions as a code block.
+func (p profile) markdown() string {
+	return fmt.Sprintf("\nProfile: %s (`%s`, `go tool pprof -top`):\n\n```\n%s```\n", p.what, filepath.Base(p.path), p.top)
+}

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"maps"
 	"net/http"
-	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -362,6 +361,11 @@ func mdRow(cells ...string) string {
 	return "| " + strings.Join(cells, " | ") + " |\n"
 }
 
+// mdHead returns a Markdown table's header row and the separator under it.
+func mdHead(cells ...string) string {
+	return mdRow(cells...) + mdRow(slices.Repeat([]string{"---"}, len(cells))...)
+}
+
 // formatRequests renders a window's requests as cluster METHOD count
 // (non-2xx codes named), sorted.
 func formatRequests(reqs map[reqKey]float64) string {
@@ -389,8 +393,7 @@ func (r *results) markdown(o options, rows []row) string {
 	fmt.Fprintf(&b, "This run: %s, %s in all.\n\n", m.date, r.total.Round(time.Second))
 
 	b.WriteString("## Machine and versions\n\n")
-	b.WriteString(mdRow("", ""))
-	b.WriteString(mdRow("---", "---"))
+	b.WriteString(mdHead("", ""))
 	b.WriteString(mdRow("CPUs (nproc)", fmt.Sprintf("%d (%s)", m.cpus, m.cpuModel)))
 	b.WriteString(mdRow("memory", m.memory))
 	b.WriteString(mdRow("kernel", m.kernel))
@@ -407,8 +410,7 @@ func (r *results) markdown(o options, rows []row) string {
 		"with apiserver-only members beside the lab's (section 5).\n\n")
 
 	b.WriteString("## Results\n\n")
-	b.WriteString(mdRow("#", "measurement", "figure", "target", "met"))
-	b.WriteString(mdRow("---", "---", "---", "---", "---"))
+	b.WriteString(mdHead("#", "measurement", "figure", "target", "met"))
 	for _, rw := range rows {
 		met := rw.met
 		if met == "NO" {
@@ -459,8 +461,7 @@ func (r *results) markdown(o options, rows []row) string {
 	}
 
 	b.WriteString("\n## Phases of this run\n\n")
-	b.WriteString(mdRow("phase", "time"))
-	b.WriteString(mdRow("---", "---"))
+	b.WriteString(mdHead("phase", "time"))
 	for _, p := range r.phases {
 		b.WriteString(mdRow(p.name, p.took.Round(time.Second).String()))
 	}
@@ -486,8 +487,7 @@ func (r *results) writeStepDetails(b *strings.Builder, o options) {
 		fmt.Fprintf(b, "The main manager runs as `%s`: with the freshness gate on, so before each deletion it checked that every member involved had answered "+
 			"within %s (`--member-probe-period`); item 8 shows what that costs.\n\n", r.managerCmdline, r.managerProbePeriod)
 	}
-	b.WriteString(mdRow("round", "system", "rollout", "steps", "p50", "p90", "p99", "max", "steps >= "+ms(targetP99), "overlaps"))
-	b.WriteString(mdRow("---", "---", "---", "---", "---", "---", "---", "---", "---", "---"))
+	b.WriteString(mdHead("round", "system", "rollout", "steps", "p50", "p90", "p99", "max", "steps >= "+ms(targetP99), "overlaps"))
 	for i := range r.stepFedop {
 		for _, w := range []windowResult{r.stepFedop[i], r.stepSTS[i]} {
 			s := w.rollout.steps
@@ -518,7 +518,7 @@ func (r *results) writeStepDetails(b *strings.Builder, o options) {
 			"to the reconcile's start (the event's delivery and the workqueue), observe reads the caches, plan runs the planner and computes status, " +
 			"status is the status write before the act (0 when the step was acknowledged while the replacement came up: `status.operation.nextPod`), " +
 			"act is member writes before the deletion, delete is the deletion's round trip.\n\n")
-		b.WriteString(mdRow("phase", "mean", "steps") + mdRow("---", "---", "---"))
+		b.WriteString(mdHead("phase", "mean", "steps"))
 		var total time.Duration
 		for _, p := range r.stepPhases {
 			total += p.mean
@@ -533,8 +533,7 @@ func (r *results) writeDelayDetails(b *strings.Builder, o options) {
 	fmt.Fprintf(b, "The same two workloads, upgraded again with the pod annotation `%s: %s`, on which the lab's extra kwok Stage `bench-pod-ready-after-delay` keys: "+
 		"each new pod becomes Ready %s after kwok first sees it scheduled. Total is from just before the upgrade is written to the last new pod seen Ready; "+
 		"the floor is N x D.\n\n", delayAnnotation, o.delay, o.delay)
-	b.WriteString(mdRow("round", "system", "total", "floor N x D", "efficiency", "step overhead p50", "p99"))
-	b.WriteString(mdRow("---", "---", "---", "---", "---", "---", "---"))
+	b.WriteString(mdHead("round", "system", "total", "floor N x D", "efficiency", "step overhead p50", "p99"))
 	for i := range r.delayFedop {
 		for _, w := range []windowResult{r.delayFedop[i], r.delaySTS[i]} {
 			pods := r.fedop.pods
@@ -582,8 +581,7 @@ func (r *results) writeAPIDetails(b *strings.Builder) {
 		"and after its status showed the upgrade complete plus one second for the events it writes in the background; hosts are mapped to clusters by the lab's kubeconfigs. " +
 		"A step is one replaced pod. client-go counts a LIST or a watch as a GET; the manager's /readyz probes of each member are GETs too, so the reads are also given net of " +
 		"the rate seen while the manager had nothing to do (the StatefulSet's upgrades, in which fedop's caches see no event).\n\n")
-	b.WriteString(mdRow("round", "window", "requests (cluster, method, count; non-2xx codes in brackets)"))
-	b.WriteString(mdRow("---", "---", "---"))
+	b.WriteString(mdHead("round", "window", "requests (cluster, method, count; non-2xx codes in brackets)"))
 	for i, w := range r.stepFedop {
 		b.WriteString(mdRow(fmt.Sprint(i+1), ms(w.window), formatRequests(w.requests)))
 	}
@@ -591,16 +589,14 @@ func (r *results) writeAPIDetails(b *strings.Builder) {
 	fmt.Fprintf(b, "\nIdle (StatefulSet upgrades, %s in all): %.0f reads, %.3f per second; %.0f writes.\n", window.Round(time.Millisecond), total, rate, r.idleWrites())
 	writes, hostW, memberW, reads, readsNet := r.apiPerStep()
 	b.WriteString("\n")
-	b.WriteString(mdRow("round", "writes per step", "host", "members", "reads per step", "net of idle"))
-	b.WriteString(mdRow("---", "---", "---", "---", "---", "---"))
+	b.WriteString(mdHead("round", "writes per step", "host", "members", "reads per step", "net of idle"))
 	for i := range writes {
 		b.WriteString(mdRow(fmt.Sprint(i+1), fmt.Sprintf("%.2f", writes[i]), fmt.Sprintf("%.2f", hostW[i]), fmt.Sprintf("%.2f", memberW[i]),
 			fmt.Sprintf("%.2f", reads[i]), fmt.Sprintf("%.2f", readsNet[i])))
 	}
 	if len(r.delayFedop) > 0 {
 		b.WriteString("\nThe same count over item 2's upgrades (readiness delay):\n\n")
-		b.WriteString(mdRow("round", "window", "requests"))
-		b.WriteString(mdRow("---", "---", "---"))
+		b.WriteString(mdHead("round", "window", "requests"))
 		for i, w := range r.delayFedop {
 			b.WriteString(mdRow(fmt.Sprint(i+1), ms(w.window), formatRequests(w.requests)))
 		}
@@ -614,8 +610,7 @@ func (r *results) writeMemoryDetails(b *strings.Builder, o options) {
 		"RSS is VmRSS of the manager's process, read every second until %d readings lie within %.0f%% of their median (the median is kept); "+
 		"the heap figures are the manager's Go runtime metrics at that moment. Per-pod figures divide the change between the two managed counts, both with the unrelated pods present.\n\n",
 		1000/len(o.members), o.members[len(o.members)-1], memSteadyCount, memSteadyRatio*100)
-	b.WriteString(mdRow("stage", "pods counted as managed", "unrelated", "reached in", "RSS", "live heap", "in-use heap", "goroutines", "manager CPU so far"))
-	b.WriteString(mdRow("---", "---", "---", "---", "---", "---", "---", "---", "---"))
+	b.WriteString(mdHead("stage", "pods counted as managed", "unrelated", "reached in", "RSS", "live heap", "in-use heap", "goroutines", "manager CPU so far"))
 	for _, p := range r.memory {
 		took := "-"
 		if p.took > 0 {
@@ -624,7 +619,7 @@ func (r *results) writeMemoryDetails(b *strings.Builder, o options) {
 		b.WriteString(mdRow(p.label, fmt.Sprint(p.managed), fmt.Sprint(p.unrelated), took, mib(p.rss), mib(p.heapLive), mib(p.heapInuse), fmt.Sprintf("%.0f", p.goroutines), fmt.Sprintf("%.1f s", p.cpu)))
 	}
 	for _, p := range r.profiles {
-		fmt.Fprintf(b, "\nProfile: %s (`%s`, `go tool pprof -top`):\n\n```\n%s```\n", p.what, filepath.Base(p.path), p.top)
+		b.WriteString(p.markdown())
 	}
 }
 
@@ -749,8 +744,7 @@ func (r *results) writeWritesMissed(b *strings.Builder) {
 	keys := slices.SortedFunc(maps.Keys(per), func(a, b reqKey) int {
 		return strings.Compare(a.cluster+a.method+a.code, b.cluster+b.method+b.code)
 	})
-	b.WriteString(mdRow("cluster", "method", "code", "per step (median of rounds)", "what"))
-	b.WriteString(mdRow("---", "---", "---", "---", "---"))
+	b.WriteString(mdHead("cluster", "method", "code", "per step (median of rounds)", "what"))
 	status, conflicts, events := 0.0, 0.0, 0.0
 	for _, k := range keys {
 		m := median(per[k])

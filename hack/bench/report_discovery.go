@@ -76,8 +76,7 @@ func (r *results) writeDiscoveryDetails(b *strings.Builder) {
 	for _, rp := range d.replacements {
 		early += rp.early()
 	}
-	b.WriteString(mdRow("slices of", "p50", "p99", "max", "count"))
-	b.WriteString(mdRow("---", "---", "---", "---", "---"))
+	b.WriteString(mdHead("slices of", "p50", "p99", "max", "count"))
 	for _, x := range []struct {
 		name string
 		ds   []time.Duration
@@ -89,8 +88,7 @@ func (r *results) writeDiscoveryDetails(b *strings.Builder) {
 		fmt.Fprintf(b, " %d replacements gave the pod its old IP again and are not among the latencies (their writes are counted).", d.reused)
 	}
 	b.WriteString("\n\n")
-	b.WriteString(mdRow("#", "pod", "old IP", "new IP", "latency", "per member"))
-	b.WriteString(mdRow("---", "---", "---", "---", "---", "---"))
+	b.WriteString(mdHead("#", "pod", "old IP", "new IP", "latency", "per member"))
 	for i, rp := range d.replacements {
 		l, _ := rp.latency(d.members)
 		per := make([]string, 0, len(d.members))
@@ -101,8 +99,7 @@ func (r *results) writeDiscoveryDetails(b *strings.Builder) {
 		b.WriteString(mdRow(fmt.Sprint(i+1), rp.member+"/"+rp.pod, rp.oldIP, rp.newIP, ms(l), strings.Join(per, ", ")))
 	}
 	b.WriteString("\n")
-	b.WriteString(mdRow("writes", "member", "by verb", "per replaced pod"))
-	b.WriteString(mdRow("---", "---", "---", "---"))
+	b.WriteString(mdHead("writes", "member", "by verb", "per replaced pod"))
 	n := float64(max(d.attempts(), 1))
 	for _, m := range d.members {
 		fmt.Fprint(b, mdRow(fmt.Sprintf("%d replacements in %s", d.attempts(), d.window.Round(time.Second)), m, formatCounts(d.writes[m]),

@@ -82,8 +82,7 @@ func (r *results) writeFloorDetails(b *strings.Builder, o options) {
 	fmt.Fprintf(b, "Its %d pods (%d in each of %s) roll in the same run as fedop's and the StatefulSet's, their upgrades taking turns "+
 		"(fedop, StatefulSet, floor in each round), watched by an observer built as theirs. Readiness immediate (item 1):\n\n",
 		r.floor.pods, r.floor.pods/2, strings.Join(o.members[:2], " and "))
-	b.WriteString(mdRow("round", "system", "rollout", "steps", "p50", "p90", "p99", "max", "overlaps"))
-	b.WriteString(mdRow("---", "---", "---", "---", "---", "---", "---", "---", "---"))
+	b.WriteString(mdHead("round", "system", "rollout", "steps", "p50", "p90", "p99", "max", "overlaps"))
 	for i := range r.stepFloor {
 		for _, ws := range [][]windowResult{r.stepFedop, r.stepSTS, r.stepFloor} {
 			if i >= len(ws) {
@@ -101,8 +100,7 @@ func (r *results) writeFloorDetails(b *strings.Builder, o options) {
 		ms(e2e.Percentile(lp, 50)), ms(e2e.Percentile(lp, 90)), ms(e2e.Percentile(lp, 99)), len(lp))
 	if len(r.delayFloor) > 0 {
 		fmt.Fprintf(b, "\nWith the readiness delay D = %s (item 2):\n\n", o.delay)
-		b.WriteString(mdRow("round", "system", "total", "floor N x D", "efficiency"))
-		b.WriteString(mdRow("---", "---", "---", "---", "---"))
+		b.WriteString(mdHead("round", "system", "total", "floor N x D", "efficiency"))
 		for i := range r.delayFloor {
 			for _, x := range []struct {
 				ws   []windowResult
@@ -129,8 +127,7 @@ func (r *results) writePhases(b *strings.Builder, o options) {
 		"this step's pod seen with a deletionTimestamp (the step overhead), its delete event (pod gone), its replacement first seen (created), " +
 		"the replacement first seen with spec.nodeName (scheduled), and the replacement seen Ready. All are the observer's receive times; " +
 		"each column is the median over every step of the rounds, so the columns need not add up. With the readiness delay, Ready includes D.\n\n")
-	b.WriteString(mdRow("rounds", "system", "steps", "deletion seen", "pod gone", "created", "scheduled", "Ready", "steps left out (overlap)"))
-	b.WriteString(mdRow("---", "---", "---", "---", "---", "---", "---", "---", "---"))
+	b.WriteString(mdHead("rounds", "system", "steps", "deletion seen", "pod gone", "created", "scheduled", "Ready", "steps left out (overlap)"))
 	for _, set := range []struct {
 		what string
 		ws   [][]windowResult
@@ -163,8 +160,7 @@ func (r *results) writeCriticalWrites(b *strings.Builder) {
 		"or counted outside when it falls elsewhere between the upgrade's start and its completion recorded. " +
 		"The stamps are receive times: a write lands before its event arrives, so a write made just before a deletion may be seen after it " +
 		"and counted outside; the deletion is seen through another watch, of another cluster's API server.\n\n")
-	b.WriteString(mdRow("rounds", "round", "steps", "writes inside", "writes outside"))
-	b.WriteString(mdRow("---", "---", "---", "---", "---"))
+	b.WriteString(mdHead("rounds", "round", "steps", "writes inside", "writes outside"))
 	for _, set := range []struct {
 		what string
 		ws   []windowResult

@@ -69,8 +69,7 @@ func (r *results) writeFreshnessDetails(b *strings.Builder, o options) {
 		"(after the last start, over section 5's idle window), which is what the kube-apiservers do by themselves.\n\n",
 		o.idleWindow, probePath, probePath)
 	if len(m.runs) > 0 && m.runs[0].idle != nil {
-		b.WriteString(mdRow("members", "start", "window", "manager CPU s/s", "GET /readyz per s per member: median (min to max)", "manager's own count", "other requests per s per member"))
-		b.WriteString(mdRow("---", "---", "---", "---", "---", "---", "---"))
+		b.WriteString(mdHead("members", "start", "window", "manager CPU s/s", "GET /readyz per s per member: median (min to max)", "manager's own count", "other requests per s per member"))
 		round := map[int]int{}
 		for _, run := range m.runs {
 			round[run.members]++

@@ -130,7 +130,7 @@ func (r *results) writeMembersDetails(b *strings.Builder, o options) {
 		"(discovery, a list and a watch of pods and of Services, `/readyz`), so these members are apiserver-only: one `bin/kube-apiserver` each, " +
 		"all sharing one `bin/etcd`, each with its own `--etcd-prefix` and port. They serve the core API and the few groups kube-apiserver cannot start without, " +
 		"with admission plugins other than NamespaceLifecycle, priority and fairness, and profiling off, and authorize everything (AlwaysAllow). " +
-		"One CA (made by the benchmark with crypto/x509) signs the serving certificate they all present (SAN 127.0.0.1) and fedop's client certificate; " +
+		"They all present one serving certificate (SAN 127.0.0.1) from a CA made by the benchmark with client-go's `util/cert`, and trust fedop's client certificate, self-signed (`--client-ca-file`); " +
 		"each member's registration Secret carries a kubeconfig with the server, the CA and the client certificate inline, as `member.ParseKubeconfig` asks.\n\n")
 	fmt.Fprintf(b, "For each size, the Secrets are in a host namespace of their own (`%s`) and a fresh `fedop-manager` (the same binary and defaults as the main manager, "+
 		"`--member-namespace %s`) is started %d times; the main manager is stopped first. From just before each start, the benchmark reads the manager's metrics every %s: "+
@@ -139,8 +139,7 @@ func (r *results) writeMembersDetails(b *strings.Builder, o options) {
 		"RSS is read once every member is connected, when steady as in item 4.\n\n",
 		membersNamespace, membersNamespace, o.memberRounds, connectPoll)
 	if len(m.runs) > 0 {
-		b.WriteString(mdRow("members", "start", "metrics up", "first member", "half", "all", "scrapes", "RSS", "live heap", "goroutines"))
-		b.WriteString(mdRow("---", "---", "---", "---", "---", "---", "---", "---", "---", "---"))
+		b.WriteString(mdHead("members", "start", "metrics up", "first member", "half", "all", "scrapes", "RSS", "live heap", "goroutines"))
 		round := map[int]int{}
 		for _, run := range m.runs {
 			round[run.members]++
@@ -179,8 +178,7 @@ func (r *results) writeDeadDetails(b *strings.Builder, o options) {
 	if len(d.before) == 0 {
 		return
 	}
-	b.WriteString(mdRow("", "rounds", "steps", "p50 (median of rounds, min to max)", "p90", "p99 (median, max)", "max step", "steps >= "+ms(targetP99), "overlaps"))
-	b.WriteString(mdRow("---", "---", "---", "---", "---", "---", "---", "---", "---"))
+	b.WriteString(mdHead("", "rounds", "steps", "p50 (median of rounds, min to max)", "p90", "p99 (median, max)", "max step", "steps >= "+ms(targetP99), "overlaps"))
 	for _, ph := range []struct {
 		name string
 		rs   []rolloutResult
@@ -240,8 +238,7 @@ func (r *results) writeDeadDetails(b *strings.Builder, o options) {
 	fmt.Fprintf(b, "Goroutines: %.0f just before the stop; with the member stopped, %.0f first, %.0f last, %.0f at most over %d samples; "+
 		"the median of the last quarter of the samples minus the first quarter's: %+.0f; least-squares slope %+.2f per minute. One sample a minute:\n\n",
 		g.before, g.first, g.last, g.maxCount, g.n, g.growth, g.perMinute)
-	b.WriteString(mdRow("since the stop", "goroutines", "RSS", "manager CPU so far", "sees the member connected"))
-	b.WriteString(mdRow("---", "---", "---", "---", "---"))
+	b.WriteString(mdHead("since the stop", "goroutines", "RSS", "manager CPU so far", "sees the member connected"))
 	next := time.Duration(0)
 	for i, s := range d.samples {
 		at := s.at.Sub(d.stoppedAt)
@@ -265,7 +262,7 @@ func (r *results) writeDeadDetails(b *strings.Builder, o options) {
 		"once every 6 minutes (`finishTime`), so it holds 6 to 12 minutes of Events. At this item's pace, one `PodReplaced` Event for each " +
 		"of several steps a second, that is tens of MiB; at a real rollout's pace, a step per pod start, it is little.\n")
 	if d.profile != nil {
-		fmt.Fprintf(b, "\nProfile: %s (`%s`, `go tool pprof -top`):\n\n```\n%s```\n", d.profile.what, d.profile.path, d.profile.top)
+		b.WriteString(d.profile.markdown())
 	}
 }
 
@@ -286,7 +283,7 @@ func (r *results) writeMembersMissed(b *strings.Builder, rw row) {
 				"the rest is the members connecting, 8 at a time. Per-start figures are in section 5.\n", ms(median(ups)), ms(median(firsts)))
 		}
 		if m.profile != nil {
-			fmt.Fprintf(b, "\nProfile: %s (`%s`, `go tool pprof -top`):\n\n```\n%s```\n", m.profile.what, m.profile.path, m.profile.top)
+			b.WriteString(m.profile.markdown())
 		} else if m.profileNote != "" {
 			b.WriteString("\n" + m.profileNote + "\n")
 		}

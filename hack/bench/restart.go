@@ -295,8 +295,7 @@ func (r *results) writeRestartDetails(b *strings.Builder, o options) {
 		"and the reconcile that resumes the operation. If the killed manager had deleted a pod and not yet created its replacement, the new one creates it "+
 		"and waits for it to be Ready first (kwok: tens of milliseconds), which the figure includes. "+
 		"Then the same with %d apiserver-only members (item 5's) registered too.\n\n", 4*o.perMember, restartAfter, o.restartFleet)
-	b.WriteString(mdRow("members", "to first step", "every member connected", "deletions before the kill", "replacement pending at the kill"))
-	b.WriteString(mdRow("---", "---", "---", "---", "---"))
+	b.WriteString(mdHead("members", "to first step", "every member connected", "deletions before the kill", "replacement pending at the kill"))
 	for _, run := range r.restart.runs {
 		b.WriteString(mdRow(fmt.Sprint(run.members), ms(run.toStep), ms(run.connected), fmt.Sprint(run.killedAt), fmt.Sprint(run.replacementPending)))
 	}

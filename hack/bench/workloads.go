@@ -13,6 +13,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -169,18 +170,15 @@ func fedopSystem(host client.Client, fc *v1alpha1.FederationCluster, obs *observ
 // updated and Ready. It reads the API server directly, every 100ms.
 func waitFederationSettled(ctx context.Context, host client.Client, key client.ObjectKey, want int32) error {
 	var fc v1alpha1.FederationCluster
-	for {
+	err := wait.PollUntilContextCancel(ctx, 100*time.Millisecond, true, func(ctx context.Context) (bool, error) {
 		err := host.Get(ctx, key, &fc)
-		if err == nil && fc.Status.ObservedGeneration == fc.Generation && fc.Status.Operation == nil &&
-			fc.Status.Replicas == want && fc.Status.ReadyReplicas == want && fc.Status.UpdatedReplicas == want {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("FederationCluster %s did not settle: %w (generation %d, status %+v)", key, ctx.Err(), fc.Generation, statusSummary(&fc.Status))
-		case <-time.After(100 * time.Millisecond):
-		}
+		return err == nil && fc.Status.ObservedGeneration == fc.Generation && fc.Status.Operation == nil &&
+			fc.Status.Replicas == want && fc.Status.ReadyReplicas == want && fc.Status.UpdatedReplicas == want, nil
+	})
+	if err != nil {
+		return fmt.Errorf("FederationCluster %s did not settle: %w (generation %d, status %+v)", key, err, fc.Generation, statusSummary(&fc.Status))
 	}
+	return nil
 }
 
 func statusSummary(st *v1alpha1.FederationClusterStatus) string {
