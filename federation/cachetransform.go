@@ -24,10 +24,14 @@ func CachedObjects() []client.Object {
 // revision, instance, and topology.kubernetes.io/zone), finalizers, owner
 // references, spec.nodeName, each container's name and named ports (a
 // hook's port may be a name: hooks.go resolves it on the pod), status
-// phase and conditions (Ready and its
-// lastTransitionTime), and the pod's IPs (status.podIP and podIPs, which
-// its EndpointSlices publish). Dropped: annotations, the rest of the
-// spec, container statuses, host IPs.
+// phase, the Ready condition's type, status and lastTransitionTime (the
+// only condition anything reads: podReady, for the planner, the step clock
+// and the EndpointSlices' serving), and the pod's IPs (status.podIP and
+// podIPs, which its EndpointSlices publish). Dropped: annotations, the
+// rest of the spec, the other conditions (PodScheduled, Initialized,
+// ContainersReady, PodReadyToStartContainers: five conditions cost more
+// than the rest of the status) and Ready's reason and message, container
+// statuses, host IPs.
 //
 // A cached pod is therefore a partial view: fedop creates and deletes
 // pods, never updates one from the cache, and must keep it that way.
@@ -55,7 +59,7 @@ func TrimPod(obj any) (any, error) {
 		Spec: corev1.PodSpec{NodeName: pod.Spec.NodeName, Containers: namedPorts(pod.Spec.Containers)},
 		Status: corev1.PodStatus{
 			Phase:      pod.Status.Phase,
-			Conditions: pod.Status.Conditions,
+			Conditions: readyCondition(pod.Status.Conditions),
 			PodIP:      pod.Status.PodIP,
 			PodIPs:     pod.Status.PodIPs,
 		},
@@ -78,4 +82,15 @@ func namedPorts(containers []corev1.Container) []corev1.Container {
 		}
 	}
 	return out
+}
+
+// readyCondition returns the Ready condition of conditions with only its
+// type, status and lastTransitionTime, or nil when there is none.
+func readyCondition(conditions []corev1.PodCondition) []corev1.PodCondition {
+	for _, c := range conditions {
+		if c.Type == corev1.PodReady {
+			return []corev1.PodCondition{{Type: c.Type, Status: c.Status, LastTransitionTime: c.LastTransitionTime}}
+		}
+	}
+	return nil
 }

@@ -30,8 +30,12 @@ func TestTrimPod(t *testing.T) {
 			{Name: "sidecar", Image: "busybox"},
 		}},
 		Status: corev1.PodStatus{
-			Phase:             corev1.PodRunning,
-			Conditions:        []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: now}},
+			Phase: corev1.PodRunning,
+			Conditions: []corev1.PodCondition{
+				{Type: corev1.PodScheduled, Status: corev1.ConditionTrue, LastTransitionTime: now},
+				{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: now, Reason: "r", Message: "m", LastProbeTime: now},
+				{Type: corev1.ContainersReady, Status: corev1.ConditionTrue, LastTransitionTime: now},
+			},
 			ContainerStatuses: []corev1.ContainerStatus{{Name: "pd"}},
 			PodIP:             "10.0.0.1",
 			PodIPs:            []corev1.PodIP{{IP: "10.0.0.1"}},
@@ -46,6 +50,10 @@ func TestTrimPod(t *testing.T) {
 	ready, since := podReady(pod)
 	assert.True(t, ready)
 	assert.Equal(t, now.Time, since)
+	// Ready alone, without its reason, message and probe time: nothing
+	// reads the other conditions or those fields.
+	assert.Equal(t, []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: now}}, pod.Status.Conditions)
+	assert.Len(t, full.Status.Conditions, 3, "the informer's object was modified")
 	assert.Equal(t, full.Labels, pod.Labels)
 	assert.Equal(t, full.UID, pod.UID)
 	assert.Equal(t, full.DeletionTimestamp, pod.DeletionTimestamp)
@@ -60,6 +68,15 @@ func TestTrimPod(t *testing.T) {
 	assert.Empty(t, pod.Status.ContainerStatuses)
 	assert.Empty(t, pod.Status.HostIP)
 	assert.Len(t, full.Spec.Containers, 2, "the informer's object was modified")
+
+	// A pod without a Ready condition yet (pending) has none cached: it
+	// reads as not Ready, as before.
+	pending := &corev1.Pod{Status: corev1.PodStatus{Conditions: []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse}}}}
+	out, err = TrimPod(pending)
+	require.NoError(t, err)
+	assert.Nil(t, out.(*corev1.Pod).Status.Conditions)
+	ready, _ = podReady(out.(*corev1.Pod))
+	assert.False(t, ready)
 
 	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "s"}}
 	out, err = TrimPod(svc)
