@@ -5,6 +5,8 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/fedop-io/fedop/api/v1alpha1"
 )
 
 // CachedObjects returns the kinds every member cache syncs before a member
@@ -21,7 +23,8 @@ func CachedObjects() []client.Object {
 //
 // Kept: name, namespace, UID, resourceVersion, generation, creation and
 // deletion times, deletion grace period, labels (member, component,
-// revision, instance, and topology.kubernetes.io/zone), finalizers, owner
+// revision, instance, and topology.kubernetes.io/zone; fedop's keys share
+// fedop's constant strings: canonicalLabels), finalizers, owner
 // references, spec.nodeName, each container's name and named ports (a
 // hook's port may be a name: hooks.go resolves it on the pod), status
 // phase, the Ready condition's type, status and lastTransitionTime (the
@@ -52,7 +55,7 @@ func TrimPod(obj any) (any, error) {
 			CreationTimestamp:          pod.CreationTimestamp,
 			DeletionTimestamp:          pod.DeletionTimestamp,
 			DeletionGracePeriodSeconds: pod.DeletionGracePeriodSeconds,
-			Labels:                     pod.Labels,
+			Labels:                     canonicalLabels(pod.Labels),
 			Finalizers:                 pod.Finalizers,
 			OwnerReferences:            pod.OwnerReferences,
 		},
@@ -93,4 +96,36 @@ func readyCondition(conditions []corev1.PodCondition) []corev1.PodCondition {
 		}
 	}
 	return nil
+}
+
+// fedopLabels holds fedop's label keys and the managed-by value, the
+// strings every cached pod repeats.
+var fedopLabels = map[string]string{
+	v1alpha1.LabelManagedBy: v1alpha1.LabelManagedBy,
+	v1alpha1.ManagedBy:      v1alpha1.ManagedBy,
+	v1alpha1.LabelInstance:  v1alpha1.LabelInstance,
+	v1alpha1.LabelComponent: v1alpha1.LabelComponent,
+	v1alpha1.LabelMember:    v1alpha1.LabelMember,
+	v1alpha1.LabelRevision:  v1alpha1.LabelRevision,
+}
+
+// canonicalLabels returns labels with each key, and a value, that is one
+// of fedopLabels replaced by fedop's constant: a decoded pod owns a copy
+// of every string, and these are the same in every pod. The map is a new
+// one; labels is not modified.
+func canonicalLabels(labels map[string]string) map[string]string {
+	if labels == nil {
+		return nil
+	}
+	out := make(map[string]string, len(labels))
+	for k, v := range labels {
+		if c, ok := fedopLabels[k]; ok {
+			k = c
+		}
+		if c, ok := fedopLabels[v]; ok {
+			v = c
+		}
+		out[k] = v
+	}
+	return out
 }
