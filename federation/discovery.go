@@ -257,7 +257,9 @@ func isOurs(s *discoveryv1.EndpointSlice) bool {
 // readSlices returns, by member, the EndpointSlices of fc's Services in the
 // cache of every connected member of obs, as created for that member:
 // fedop's, and those kube-controller-manager's controllers made while a
-// Service still had a selector (they carry the Service's labels).
+// Service still had a selector (they carry the Service's labels). The
+// slices are the cache's own (cacheShared), read-only: a slice of a
+// thousand endpoints was deep-copied per member on every reconcile.
 func readSlices(ctx context.Context, fc *v1alpha1.FederationCluster, obs *observation) (map[string][]*discoveryv1.EndpointSlice, error) {
 	out := map[string][]*discoveryv1.EndpointSlice{}
 	for name, mv := range obs.members {
@@ -265,7 +267,7 @@ func readSlices(ctx context.Context, fc *v1alpha1.FederationCluster, obs *observ
 			continue
 		}
 		var list discoveryv1.EndpointSliceList
-		if err := mv.cluster.GetClient().List(ctx, &list, client.InNamespace(fc.Namespace), instanceSelector(fc)); err != nil {
+		if err := mv.cluster.GetClient().List(ctx, &list, client.InNamespace(fc.Namespace), instanceSelector(fc), cacheShared); err != nil {
 			return nil, fmt.Errorf("listing EndpointSlices of member %s from its cache: %w", name, err)
 		}
 		for i := range list.Items {
