@@ -22,16 +22,18 @@ func CachedObjects() []client.Object {
 // fields rather than its whole spec and container statuses.
 //
 // Kept: name, namespace, UID, resourceVersion, generation, creation and
-// deletion times, deletion grace period, labels (member, component,
-// revision, instance, and topology.kubernetes.io/zone; fedop's keys share
-// fedop's constant strings: canonicalLabels), finalizers, owner
+// deletion times, deletion grace period, the labels fedop reads
+// (managed-by, instance, member, component, revision, and
+// topology.kubernetes.io/zone: podLabels; their keys are fedop's constant
+// strings), finalizers, owner
 // references, spec.nodeName, each container's name and named ports (a
 // hook's port may be a name: hooks.go resolves it on the pod), status
 // phase, the Ready condition's type, status and lastTransitionTime (the
 // only condition anything reads: podReady, for the planner, the step clock
 // and the EndpointSlices' serving), and the pod's IPs (status.podIP and
-// podIPs, which its EndpointSlices publish). Dropped: annotations, the
-// rest of the spec, the other conditions (PodScheduled, Initialized,
+// podIPs, which its EndpointSlices publish). Dropped: annotations, every
+// other label (a template's own: no reader and no selector of fedop's uses
+// them), the rest of the spec, the other conditions (PodScheduled, Initialized,
 // ContainersReady, PodReadyToStartContainers: five conditions cost more
 // than the rest of the status) and Ready's reason and message, container
 // statuses, host IPs.
@@ -55,7 +57,7 @@ func TrimPod(obj any) (any, error) {
 			CreationTimestamp:          pod.CreationTimestamp,
 			DeletionTimestamp:          pod.DeletionTimestamp,
 			DeletionGracePeriodSeconds: pod.DeletionGracePeriodSeconds,
-			Labels:                     canonicalLabels(pod.Labels),
+			Labels:                     keptLabels(pod.Labels),
 			Finalizers:                 pod.Finalizers,
 			OwnerReferences:            pod.OwnerReferences,
 		},
@@ -98,34 +100,37 @@ func readyCondition(conditions []corev1.PodCondition) []corev1.PodCondition {
 	return nil
 }
 
-// fedopLabels holds fedop's label keys and the managed-by value, the
-// strings every cached pod repeats.
-var fedopLabels = map[string]string{
-	v1alpha1.LabelManagedBy: v1alpha1.LabelManagedBy,
-	v1alpha1.ManagedBy:      v1alpha1.ManagedBy,
-	v1alpha1.LabelInstance:  v1alpha1.LabelInstance,
-	v1alpha1.LabelComponent: v1alpha1.LabelComponent,
-	v1alpha1.LabelMember:    v1alpha1.LabelMember,
-	v1alpha1.LabelRevision:  v1alpha1.LabelRevision,
+// podLabels holds the label keys a cached pod keeps, each mapped to the
+// constant with its text: the only pod labels fedop reads (the cache's
+// selector and instanceSelector: managed-by, instance; observe and
+// preview: member, component, revision; discovery: the zone).
+var podLabels = map[string]string{
+	v1alpha1.LabelManagedBy:  v1alpha1.LabelManagedBy,
+	v1alpha1.LabelInstance:   v1alpha1.LabelInstance,
+	v1alpha1.LabelComponent:  v1alpha1.LabelComponent,
+	v1alpha1.LabelMember:     v1alpha1.LabelMember,
+	v1alpha1.LabelRevision:   v1alpha1.LabelRevision,
+	corev1.LabelTopologyZone: corev1.LabelTopologyZone,
 }
 
-// canonicalLabels returns labels with each key, and a value, that is one
-// of fedopLabels replaced by fedop's constant: a decoded pod owns a copy
-// of every string, and these are the same in every pod. The map is a new
-// one; labels is not modified.
-func canonicalLabels(labels map[string]string) map[string]string {
-	if labels == nil {
-		return nil
-	}
-	out := make(map[string]string, len(labels))
+// keptLabels returns the labels of podLabels in labels, in a new map whose
+// keys, and the managed-by value, are fedop's constants rather than the
+// decoded pod's copies of the same text, or nil when there are none.
+// labels is not modified.
+func keptLabels(labels map[string]string) map[string]string {
+	var out map[string]string
 	for k, v := range labels {
-		if c, ok := fedopLabels[k]; ok {
-			k = c
+		key, ok := podLabels[k]
+		if !ok {
+			continue
 		}
-		if c, ok := fedopLabels[v]; ok {
-			v = c
+		if out == nil {
+			out = make(map[string]string, len(podLabels))
 		}
-		out[k] = v
+		if key == v1alpha1.LabelManagedBy && v == v1alpha1.ManagedBy {
+			v = v1alpha1.ManagedBy
+		}
+		out[key] = v
 	}
 	return out
 }

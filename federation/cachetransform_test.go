@@ -1,12 +1,16 @@
 package federation
 
 import (
+	"context"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/fedop-io/fedop/api/v1alpha1"
 )
@@ -17,7 +21,11 @@ func TestTrimPod(t *testing.T) {
 	full := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{
 			Name: "demo-pd-0", Namespace: "ns", UID: "u1", ResourceVersion: "7",
-			Labels:                     map[string]string{v1alpha1.LabelRevision: "r1", v1alpha1.LabelMember: "a"},
+			Labels: map[string]string{
+				v1alpha1.LabelManagedBy: v1alpha1.ManagedBy, v1alpha1.LabelInstance: "demo", v1alpha1.LabelComponent: "pd",
+				v1alpha1.LabelRevision: "r1", v1alpha1.LabelMember: "a", corev1.LabelTopologyZone: "z1",
+				"app": "demo-pd", "team": "db",
+			},
 			Annotations:                map[string]string{"big": "value"},
 			ManagedFields:              []metav1.ManagedFieldsEntry{{Manager: "fedop"}},
 			DeletionTimestamp:          &now,
@@ -54,7 +62,16 @@ func TestTrimPod(t *testing.T) {
 	// reads the other conditions or those fields.
 	assert.Equal(t, []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: now}}, pod.Status.Conditions)
 	assert.Len(t, full.Status.Conditions, 3, "the informer's object was modified")
-	assert.Equal(t, full.Labels, pod.Labels)
+	// The labels fedop reads, and no other.
+	assert.Equal(t, map[string]string{
+		v1alpha1.LabelManagedBy: v1alpha1.ManagedBy, v1alpha1.LabelInstance: "demo", v1alpha1.LabelComponent: "pd",
+		v1alpha1.LabelRevision: "r1", v1alpha1.LabelMember: "a", corev1.LabelTopologyZone: "z1",
+	}, pod.Labels)
+	assert.Len(t, full.Labels, 8, "the informer's object was modified")
+	sel := labels.SelectorFromSet(labels.Set(instanceSelector(&v1alpha1.FederationCluster{ObjectMeta: metav1.ObjectMeta{Name: "demo"}})))
+	assert.True(t, sel.Matches(labels.Set(pod.Labels)), "observe's selector still selects the cached pod")
+	assert.Equal(t, []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: "ns", Name: "demo"}}},
+		MapObject(context.Background(), pod), "the member watches still map the pod to its FederationCluster")
 	assert.Equal(t, full.UID, pod.UID)
 	assert.Equal(t, full.DeletionTimestamp, pod.DeletionTimestamp)
 	assert.Equal(t, "n1", pod.Spec.NodeName)
