@@ -8,6 +8,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -219,4 +220,56 @@ func BenchmarkComponentSlices(b *testing.B) {
 			b.Fatalf("built %d slices, want 2", len(got))
 		}
 	}
+}
+
+// BenchmarkCachedSlices reports the live heap the EndpointSlices cost in
+// one member's cache per pod they list ("B/pod"): a component of
+// benchPodsPerMember pods in each of two members, whose slices in member
+// k8s-a list both members' pods (the local ones with nodeName and
+// targetRef), decoded from JSON as an informer gets them.
+func BenchmarkCachedSlices(b *testing.B) {
+	fc := &v1alpha1.FederationCluster{ObjectMeta: metav1.ObjectMeta{Name: "mem-0", Namespace: "bench"}}
+	sources := []podsSource{{member: "k8s-a", connected: true}, {member: "k8s-b", connected: true}}
+	for s := range sources {
+		for i := range benchPodsPerMember {
+			pod := &corev1.Pod{}
+			if err := json.Unmarshal(kwokPodJSON(b, i), pod); err != nil {
+				b.Fatal(err)
+			}
+			sources[s].pods = append(sources[s].pods, pod)
+		}
+	}
+	var raw [][]byte
+	for _, s := range componentSlices(fc, "m", "k8s-a", slicePorts([]corev1.ServicePort{{Name: "client", Port: 2379}}), sources) {
+		data, err := json.Marshal(s)
+		if err != nil {
+			b.Fatal(err)
+		}
+		raw = append(raw, data)
+	}
+	strip := cache.TransformStripManagedFields()
+	var perPod float64
+	for b.Loop() {
+		before := heapAlloc()
+		store := toolscache.NewIndexer(toolscache.MetaNamespaceKeyFunc, toolscache.Indexers{toolscache.NamespaceIndex: toolscache.MetaNamespaceIndexFunc})
+		for _, data := range raw {
+			s := &discoveryv1.EndpointSlice{}
+			if err := json.Unmarshal(data, s); err != nil {
+				b.Fatal(err)
+			}
+			obj, err := strip(s)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if obj, err = TrimPod(obj); err != nil {
+				b.Fatal(err)
+			}
+			if err := store.Add(obj); err != nil {
+				b.Fatal(err)
+			}
+		}
+		perPod = (float64(heapAlloc()) - float64(before)) / (2 * benchPodsPerMember)
+		runtime.KeepAlive(store)
+	}
+	b.ReportMetric(perPod, "B/pod")
 }
