@@ -45,11 +45,15 @@ func kwokPodJSON(tb testing.TB, i int) []byte {
 	pod.UID = types.UID(fmt.Sprintf("6b1f0c2e-3a4d-4e5f-8a9b-%012d", i))
 	pod.ResourceVersion = fmt.Sprint(100000 + i)
 	pod.CreationTimestamp = t
+	specFields := `{"f:metadata":{"f:labels":{".":{},"f:app":{},"f:app.kubernetes.io/component":{}}},` +
+		`"f:spec":{"f:containers":{"k:{\"name\":\"app\"}":{".":{},"f:image":{},"f:name":{}}}}}`
+	statusFields := `{"f:status":{"f:conditions":{},"f:containerStatuses":{},"f:hostIP":{},"f:phase":{},` +
+		`"f:podIP":{},"f:podIPs":{},"f:startTime":{}}}`
 	pod.ManagedFields = []metav1.ManagedFieldsEntry{
 		{Manager: "fedop-manager", Operation: metav1.ManagedFieldsOperationUpdate, APIVersion: "v1", Time: &t, FieldsType: "FieldsV1",
-			FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:metadata":{"f:labels":{".":{},"f:app":{},"f:app.kubernetes.io/component":{}}},"f:spec":{"f:containers":{"k:{\"name\":\"app\"}":{".":{},"f:image":{},"f:name":{}}}}}`)}},
+			FieldsV1: metav1.NewFieldsV1(specFields)},
 		{Manager: "kwok", Operation: metav1.ManagedFieldsOperationUpdate, APIVersion: "v1", Time: &t, FieldsType: "FieldsV1", Subresource: "status",
-			FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:status":{"f:conditions":{},"f:containerStatuses":{},"f:hostIP":{},"f:phase":{},"f:podIP":{},"f:podIPs":{},"f:startTime":{}}}`)}},
+			FieldsV1: metav1.NewFieldsV1(statusFields)},
 	}
 	pod.Spec.NodeName = fmt.Sprintf("kwok-node-%d", i%4)
 	pod.Spec.RestartPolicy = corev1.RestartPolicyAlways
