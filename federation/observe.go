@@ -246,8 +246,8 @@ func (r *Reconciler) readMembers(ctx context.Context, fc *v1alpha1.FederationClu
 // created for that member.
 //
 // The objects read are the cache's own, not copies (cacheShared): every
-// reconcile lists every pod of fc, and a deep copy of each was most of
-// the garbage a reconcile made. They are therefore read-only, here and in
+// reconcile lists every pod of fc, and a deep copy of each was a large
+// part of the garbage a reconcile made (BenchmarkListPods). They are therefore read-only, here and in
 // everything the observation hands them to (planner views, the step
 // clock, discovery, hooks, status); a writer copies first (expandClaim
 // does).
