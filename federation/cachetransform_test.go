@@ -1,12 +1,16 @@
 package federation
 
 import (
+	"context"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/fedop-io/fedop/api/v1alpha1"
 	"github.com/fedop-io/fedop/internal/podwatch"
@@ -18,7 +22,11 @@ func TestTrimPod(t *testing.T) {
 	full := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{
 			Name: "demo-pd-0", Namespace: "ns", UID: "u1", ResourceVersion: "7",
-			Labels:                     map[string]string{v1alpha1.LabelRevision: "r1", v1alpha1.LabelMember: "a"},
+			Labels: map[string]string{
+				v1alpha1.LabelManagedBy: v1alpha1.ManagedBy, v1alpha1.LabelInstance: "demo", v1alpha1.LabelComponent: "pd",
+				v1alpha1.LabelRevision: "r1", v1alpha1.LabelMember: "a", corev1.LabelTopologyZone: "z1",
+				"app": "demo-pd", "team": "db",
+			},
 			Annotations:                map[string]string{"big": "value"},
 			ManagedFields:              []metav1.ManagedFieldsEntry{{Manager: "fedop"}},
 			DeletionTimestamp:          &now,
@@ -31,8 +39,12 @@ func TestTrimPod(t *testing.T) {
 			{Name: "sidecar", Image: "busybox"},
 		}},
 		Status: corev1.PodStatus{
-			Phase:             corev1.PodRunning,
-			Conditions:        []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: now}},
+			Phase: corev1.PodRunning,
+			Conditions: []corev1.PodCondition{
+				{Type: corev1.PodScheduled, Status: corev1.ConditionTrue, LastTransitionTime: now},
+				{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: now, Reason: "r", Message: "m", LastProbeTime: now},
+				{Type: corev1.ContainersReady, Status: corev1.ConditionTrue, LastTransitionTime: now},
+			},
 			ContainerStatuses: []corev1.ContainerStatus{{Name: "pd"}},
 			PodIP:             "10.0.0.1",
 			PodIPs:            []corev1.PodIP{{IP: "10.0.0.1"}},
@@ -47,7 +59,20 @@ func TestTrimPod(t *testing.T) {
 	ready, since := podwatch.ReadySince(pod)
 	assert.True(t, ready)
 	assert.Equal(t, now.Time, since)
-	assert.Equal(t, full.Labels, pod.Labels)
+	// Ready alone, without its reason, message and probe time: nothing
+	// reads the other conditions or those fields.
+	assert.Equal(t, []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: now}}, pod.Status.Conditions)
+	assert.Len(t, full.Status.Conditions, 3, "the informer's object was modified")
+	// The labels fedop reads, and no other.
+	assert.Equal(t, map[string]string{
+		v1alpha1.LabelManagedBy: v1alpha1.ManagedBy, v1alpha1.LabelInstance: "demo", v1alpha1.LabelComponent: "pd",
+		v1alpha1.LabelRevision: "r1", v1alpha1.LabelMember: "a", corev1.LabelTopologyZone: "z1",
+	}, pod.Labels)
+	assert.Len(t, full.Labels, 8, "the informer's object was modified")
+	sel := labels.SelectorFromSet(labels.Set(instanceSelector(&v1alpha1.FederationCluster{ObjectMeta: metav1.ObjectMeta{Name: "demo"}})))
+	assert.True(t, sel.Matches(labels.Set(pod.Labels)), "observe's selector still selects the cached pod")
+	assert.Equal(t, []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: "ns", Name: "demo"}}},
+		MapObject(context.Background(), pod), "the member watches still map the pod to its FederationCluster")
 	assert.Equal(t, full.UID, pod.UID)
 	assert.Equal(t, full.DeletionTimestamp, pod.DeletionTimestamp)
 	assert.Equal(t, "n1", pod.Spec.NodeName)
@@ -61,6 +86,15 @@ func TestTrimPod(t *testing.T) {
 	assert.Empty(t, pod.Status.ContainerStatuses)
 	assert.Empty(t, pod.Status.HostIP)
 	assert.Len(t, full.Spec.Containers, 2, "the informer's object was modified")
+
+	// A pod without a Ready condition yet (pending) has none cached: it
+	// reads as not Ready, as before.
+	pending := &corev1.Pod{Status: corev1.PodStatus{Conditions: []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse}}}}
+	out, err = TrimPod(pending)
+	require.NoError(t, err)
+	assert.Nil(t, out.(*corev1.Pod).Status.Conditions)
+	ready, _ = podwatch.ReadySince(out.(*corev1.Pod))
+	assert.False(t, ready)
 
 	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "s"}}
 	out, err = TrimPod(svc)

@@ -85,8 +85,13 @@ func componentSlices(
 		byFamily := map[discoveryv1.AddressType][]discoveryv1.Endpoint{}
 		if src.connected {
 			for _, pod := range src.pods {
-				for family, ep := range podEndpoints(fc, component, pod, src.member == target, src.zone) {
-					byFamily[family] = append(byFamily[family], ep)
+				for _, fe := range podEndpoints(fc, component, pod, src.member == target, src.zone) {
+					if byFamily[fe.family] == nil {
+						// Most pods have an address of each family the
+						// first has: one allocation per family.
+						byFamily[fe.family] = make([]discoveryv1.Endpoint, 0, len(src.pods))
+					}
+					byFamily[fe.family] = append(byFamily[fe.family], fe.endpoint)
 				}
 			}
 		} else {
@@ -102,7 +107,10 @@ func componentSlices(
 				return cmp.Or(strings.Compare(ptr.Deref(a.Hostname, ""), ptr.Deref(b.Hostname, "")), slices.Compare(a.Addresses, b.Addresses))
 			})
 			for part := 0; part*maxSliceEndpoints < len(eps); part++ {
-				chunk := eps[part*maxSliceEndpoints : min(len(eps), (part+1)*maxSliceEndpoints)]
+				end := min(len(eps), (part+1)*maxSliceEndpoints)
+				// Capped at its end, so that no slice's endpoints share
+				// room with the next part's.
+				chunk := eps[part*maxSliceEndpoints : end : end]
 				out = append(out, newSlice(fc, component, target, src.member, family, part, ports, chunk))
 			}
 		}
@@ -140,13 +148,19 @@ func newSlice(fc *v1alpha1.FederationCluster, component, target, source string, 
 			Labels:    labels,
 		},
 		AddressType: family,
-		Endpoints:   slices.Clone(eps),
+		Endpoints:   eps,
 		Ports:       ports,
 	}
 }
 
+// familyEndpoint is one endpoint of a pod and its address family.
+type familyEndpoint struct {
+	family   discoveryv1.AddressType
+	endpoint discoveryv1.Endpoint
+}
+
 // podEndpoints returns pod's endpoint for each address family it has an IP
-// of, or none: a pod without an IP yet, one whose name is not fedop's, or
+// of (at most one per family, in the order of its IPs), or none: a pod without an IP yet, one whose name is not fedop's, or
 // one that has finished (phase Failed or Succeeded: its IP may already be
 // another pod's) is not published.
 //
@@ -156,7 +170,11 @@ func newSlice(fc *v1alpha1.FederationCluster, component, target, source string, 
 // peers), serving is the pod's Ready condition, terminating says it is
 // being deleted. nodeName and targetRef name objects of the member the
 // slice is written in, so only local pods (local) carry them.
-func podEndpoints(fc *v1alpha1.FederationCluster, component string, pod *corev1.Pod, local bool, zone string) map[discoveryv1.AddressType]discoveryv1.Endpoint {
+//
+// It is a slice, not a map by family: it runs for every pod in every
+// member on every reconcile, and a one-entry map of endpoints cost about
+// 1.6 KB a pod (BenchmarkComponentSlices).
+func podEndpoints(fc *v1alpha1.FederationCluster, component string, pod *corev1.Pod, local bool, zone string) []familyEndpoint {
 	if _, ok := rollout.ParseOrdinal(fc.Name, component, pod.Name); !ok ||
 		pod.Status.Phase == corev1.PodFailed || pod.Status.Phase == corev1.PodSucceeded {
 		return nil
@@ -172,7 +190,7 @@ func podEndpoints(fc *v1alpha1.FederationCluster, component string, pod *corev1.
 		zone = z
 	}
 	serving, _ := podwatch.ReadySince(pod)
-	out := map[discoveryv1.AddressType]discoveryv1.Endpoint{}
+	out := make([]familyEndpoint, 0, len(ips))
 	for _, s := range ips {
 		ip := net.ParseIP(s)
 		if ip == nil {
@@ -182,7 +200,7 @@ func podEndpoints(fc *v1alpha1.FederationCluster, component string, pod *corev1.
 		if ip.To4() != nil {
 			family = discoveryv1.AddressTypeIPv4
 		}
-		if _, ok := out[family]; ok {
+		if slices.ContainsFunc(out, func(fe familyEndpoint) bool { return fe.family == family }) {
 			continue // one address per family, the first, as the EndpointSlice controller does
 		}
 		ep := discoveryv1.Endpoint{
@@ -203,7 +221,7 @@ func podEndpoints(fc *v1alpha1.FederationCluster, component string, pod *corev1.
 			}
 			ep.TargetRef = &corev1.ObjectReference{Kind: "Pod", Namespace: pod.Namespace, Name: pod.Name, UID: pod.UID}
 		}
-		out[family] = ep
+		out = append(out, familyEndpoint{family, ep})
 	}
 	return out
 }
@@ -258,7 +276,9 @@ func isOurs(s *discoveryv1.EndpointSlice) bool {
 // readSlices returns, by member, the EndpointSlices of fc's Services in the
 // cache of every connected member of obs, as created for that member:
 // fedop's, and those kube-controller-manager's controllers made while a
-// Service still had a selector (they carry the Service's labels).
+// Service still had a selector (they carry the Service's labels). The
+// slices are the cache's own (cacheShared), read-only: a slice of a
+// thousand endpoints was deep-copied per member on every reconcile.
 func readSlices(ctx context.Context, fc *v1alpha1.FederationCluster, obs *observation) (map[string][]*discoveryv1.EndpointSlice, error) {
 	out := map[string][]*discoveryv1.EndpointSlice{}
 	for name, mv := range obs.members {
@@ -266,7 +286,7 @@ func readSlices(ctx context.Context, fc *v1alpha1.FederationCluster, obs *observ
 			continue
 		}
 		var list discoveryv1.EndpointSliceList
-		if err := mv.cluster.GetClient().List(ctx, &list, client.InNamespace(fc.Namespace), instanceSelector(fc)); err != nil {
+		if err := mv.cluster.GetClient().List(ctx, &list, client.InNamespace(fc.Namespace), instanceSelector(fc), cacheShared); err != nil {
 			return nil, fmt.Errorf("listing EndpointSlices of member %s from its cache: %w", name, err)
 		}
 		for i := range list.Items {

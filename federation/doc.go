@@ -23,6 +23,9 @@
 //
 // It must not build member connections itself (package member does), must
 // not touch objects it does not own (only objects labelled
-// app.kubernetes.io/managed-by=fedop are read, written or deleted), and
-// must not take more than one disruptive action per reconcile.
+// app.kubernetes.io/managed-by=fedop are read, written or deleted), must
+// not take more than one disruptive action per reconcile, and must not
+// modify an object read from a member cache: observe reads them without a
+// deep copy (cacheShared), so they are the cache's own, shared with every
+// reconcile; a writer copies first.
 package federation

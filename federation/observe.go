@@ -187,6 +187,14 @@ func (r *Reconciler) observe(ctx context.Context, fc *v1alpha1.FederationCluster
 	return obs, nil
 }
 
+// cacheShared is the list option of the reconcile's reads from member
+// caches: the listed objects are the informers' own, shared with the
+// cache and every other reconcile, and must never be modified (controller-
+// runtime's UnsafeDisableDeepCopy). A list still allocates its items
+// (shallow copies whose maps and slices are the cache's), not a deep copy
+// of every object.
+const cacheShared = client.UnsafeDisableDeepCopy
+
 // memberObjects is what readMembers found of fc in the member caches.
 type memberObjects struct {
 	pods     map[string][]*corev1.Pod                            // member/component -> pods
@@ -237,17 +245,24 @@ func (r *Reconciler) readMembers(ctx context.Context, fc *v1alpha1.FederationClu
 
 // read adds fc's pods and Services in member name's cache, those fedop
 // created for that member.
+//
+// The objects read are the cache's own, not copies (cacheShared): every
+// reconcile lists every pod of fc, and a deep copy of each was a large
+// part of the garbage a reconcile made (BenchmarkListPods). They are therefore read-only, here and in
+// everything the observation hands them to (planner views, the step
+// clock, discovery, hooks, status); a writer copies first (expandClaim
+// does).
 func (o *memberObjects) read(ctx context.Context, c client.Reader, fc *v1alpha1.FederationCluster, name string) error {
 	var podList corev1.PodList
-	if err := c.List(ctx, &podList, client.InNamespace(fc.Namespace), instanceSelector(fc)); err != nil {
+	if err := c.List(ctx, &podList, client.InNamespace(fc.Namespace), instanceSelector(fc), cacheShared); err != nil {
 		return fmt.Errorf("listing pods of member %s from its cache: %w", name, err)
 	}
 	var svcList corev1.ServiceList
-	if err := c.List(ctx, &svcList, client.InNamespace(fc.Namespace), instanceSelector(fc)); err != nil {
+	if err := c.List(ctx, &svcList, client.InNamespace(fc.Namespace), instanceSelector(fc), cacheShared); err != nil {
 		return fmt.Errorf("listing services of member %s from its cache: %w", name, err)
 	}
 	var claimList corev1.PersistentVolumeClaimList
-	if err := c.List(ctx, &claimList, client.InNamespace(fc.Namespace), instanceSelector(fc)); err != nil {
+	if err := c.List(ctx, &claimList, client.InNamespace(fc.Namespace), instanceSelector(fc), cacheShared); err != nil {
 		return fmt.Errorf("listing claims of member %s from its cache: %w", name, err)
 	}
 	o.present[name] = map[string]bool{}
