@@ -455,3 +455,16 @@ func TestJoinDryRun(t *testing.T) {
 		assert.ErrorContains(t, err, tt.want, "%v", tt.args)
 	}
 }
+
+// TestLockWords: the operation in words, with the step acknowledged next.
+func TestLockWords(t *testing.T) {
+	now := time.Date(2026, 11, 23, 21, 0, 0, 0, time.UTC)
+	assert.Equal(t, "free", lock(now, nil))
+	op := &v1alpha1.Operation{
+		Type: v1alpha1.OperationUpgrade, Component: "pd", Member: "k8s-a", Pod: "demo-pd-1", Stage: v1alpha1.StageWaitingReady,
+		StageStartedTime: &metav1.Time{Time: now.Add(-3 * time.Second)}, TargetRevision: "abc", NextPod: "demo-pd-2",
+		Holder: "fedop-manager-1", StartedTime: metav1.NewTime(now.Add(-time.Minute)),
+	}
+	got := lock(now, op)
+	assert.Contains(t, got, "Upgrade pd, pod demo-pd-1 in k8s-a, stage WaitingReady for 3s, to revision abc, next pod demo-pd-2; held by fedop-manager-1")
+}

@@ -122,6 +122,9 @@ func lock(now time.Time, op *v1alpha1.Operation) string {
 	if op.TargetRevision != "" {
 		fmt.Fprintf(&b, ", to revision %s", op.TargetRevision)
 	}
+	if op.NextPod != "" {
+		fmt.Fprintf(&b, ", next pod %s", op.NextPod)
+	}
 	fmt.Fprintf(&b, "; held by %s since %s (%s)", dash(op.Holder), op.StartedTime.UTC().Format(time.RFC3339), ago(now, op.StartedTime.Time))
 	return b.String()
 }
