@@ -9,7 +9,7 @@
 #      10,000 pods it does not manage;
 #   5. the time from a manager's start to 10 and to 50 members connected;
 #   6. step overhead and the manager's goroutines with one of 10 members
-#      SIGSTOPped for 3 minutes (--dead-duration);
+#      SIGSTOPped for 10 minutes (--dead-duration);
 #   7. the latency of a pod IP change to every member's EndpointSlices, and
 #      the slice writes per replaced pod (issue "Discovery");
 #   8. what the freshness gate costs: the /readyz probes each member serves

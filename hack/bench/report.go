@@ -723,8 +723,10 @@ func (r *results) writeMissed(b *strings.Builder, o options, rows []row) {
 			fmt.Fprintf(b, "Each step took D plus %s (median of rounds; the StatefulSet: D plus %s). "+
 				"With c that time beyond D, the efficiency is D / (D + c), so %.2f needs D of at least %.0f c: %s here. "+
 				"Of c, the controller's own part is the step overhead (Ready seen to the next deletion seen): p50 %s for fedop against %s for the StatefulSet over these rounds. "+
-				"Before each deletion fedop acknowledges the step with a resourceVersion-checked status write to the host (the status-flag mutex, which lets the operation survive a restart), "+
-				"a round trip to another API server that the in-cluster controller does not make; the rest of c is the pod's own cycle "+
+				"fedop acknowledges each step (the status-flag mutex, which lets the operation survive a restart) with a resourceVersion-checked status write to the host, "+
+				"a round trip to another API server that the in-cluster controller does not make: since `status.operation.nextPod`, "+
+				"written after the act while the previous pod comes up, not between a Ready and the next deletion, but a reconcile of the same FederationCluster "+
+				"that arrives during that write waits for it (section 2 of where a step's time goes: pod gone to created); the rest of c is the pod's own cycle "+
 				"(deletion, kwok removing it, creation, scheduling, the Ready status reaching the watchers).\n",
 				ms(cf), ms(cs), targetEfficiency, targetEfficiency/(1-targetEfficiency), ms(time.Duration(float64(cf)*targetEfficiency/(1-targetEfficiency))),
 				ms(e2e.Percentile(pooled(r.delayFedop), 50)), ms(e2e.Percentile(pooled(r.delaySTS), 50)))
