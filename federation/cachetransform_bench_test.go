@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/fedop-io/fedop/api/v1alpha1"
 )
@@ -110,29 +111,9 @@ func BenchmarkCachedPod(b *testing.B) {
 	for i := range raw {
 		raw[i] = kwokPodJSON(b, i)
 	}
-	strip := cache.TransformStripManagedFields()
 	var perPod float64
 	for b.Loop() {
-		before := heapAlloc()
-		store := toolscache.NewIndexer(toolscache.MetaNamespaceKeyFunc, toolscache.Indexers{toolscache.NamespaceIndex: toolscache.MetaNamespaceIndexFunc})
-		for _, data := range raw {
-			pod := &corev1.Pod{}
-			if err := json.Unmarshal(data, pod); err != nil {
-				b.Fatal(err)
-			}
-			obj, err := strip(pod)
-			if err != nil {
-				b.Fatal(err)
-			}
-			if obj, err = TrimPod(obj); err != nil {
-				b.Fatal(err)
-			}
-			if err := store.Add(obj); err != nil {
-				b.Fatal(err)
-			}
-		}
-		perPod = (float64(heapAlloc()) - float64(before)) / benchPodsPerMember
-		runtime.KeepAlive(store)
+		perPod = float64(cachedHeap(b, raw, func() client.Object { return &corev1.Pod{} })) / benchPodsPerMember
 	}
 	b.ReportMetric(perPod, "B/pod")
 }
@@ -251,29 +232,39 @@ func BenchmarkCachedSlices(b *testing.B) {
 		}
 		raw = append(raw, data)
 	}
-	strip := cache.TransformStripManagedFields()
 	var perPod float64
 	for b.Loop() {
-		before := heapAlloc()
-		store := toolscache.NewIndexer(toolscache.MetaNamespaceKeyFunc, toolscache.Indexers{toolscache.NamespaceIndex: toolscache.MetaNamespaceIndexFunc})
-		for _, data := range raw {
-			s := &discoveryv1.EndpointSlice{}
-			if err := json.Unmarshal(data, s); err != nil {
-				b.Fatal(err)
-			}
-			obj, err := strip(s)
-			if err != nil {
-				b.Fatal(err)
-			}
-			if obj, err = TrimPod(obj); err != nil {
-				b.Fatal(err)
-			}
-			if err := store.Add(obj); err != nil {
-				b.Fatal(err)
-			}
-		}
-		perPod = (float64(heapAlloc()) - float64(before)) / (2 * benchPodsPerMember)
-		runtime.KeepAlive(store)
+		perPod = float64(cachedHeap(b, raw, func() client.Object { return &discoveryv1.EndpointSlice{} })) / (2 * benchPodsPerMember)
 	}
 	b.ReportMetric(perPod, "B/pod")
+}
+
+// cachedHeap decodes each of raw into a fresh object of newObj, puts it
+// through the member caches' transforms (managed fields stripped, then
+// TrimPod) into a client-go indexer with the namespace index, and returns
+// the live heap the indexer then holds, in bytes.
+func cachedHeap(b *testing.B, raw [][]byte, newObj func() client.Object) int64 {
+	b.Helper()
+	strip := cache.TransformStripManagedFields()
+	before := heapAlloc()
+	store := toolscache.NewIndexer(toolscache.MetaNamespaceKeyFunc, toolscache.Indexers{toolscache.NamespaceIndex: toolscache.MetaNamespaceIndexFunc})
+	for _, data := range raw {
+		obj := newObj()
+		if err := json.Unmarshal(data, obj); err != nil {
+			b.Fatal(err)
+		}
+		stripped, err := strip(obj)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if stripped, err = TrimPod(stripped); err != nil {
+			b.Fatal(err)
+		}
+		if err := store.Add(stripped); err != nil {
+			b.Fatal(err)
+		}
+	}
+	held := int64(heapAlloc()) - int64(before)
+	runtime.KeepAlive(store)
+	return held
 }
