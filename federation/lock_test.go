@@ -98,6 +98,9 @@ type harness struct {
 	// deletion reached the member; opAtCreate the same for each pod
 	// creation.
 	opAtDelete, opAtCreate []*v1alpha1.Operation
+	// statusWrites counts the status writes that reached the host.
+	statusWrites int
+	clock        *clocktesting.FakeClock
 }
 
 func newHarness(t *testing.T, fc *v1alpha1.FederationCluster, statusErr error, pods ...client.Object) *harness {
@@ -109,6 +112,7 @@ func newHarness(t *testing.T, fc *v1alpha1.FederationCluster, statusErr error, p
 				if statusErr != nil {
 					return statusErr
 				}
+				h.statusWrites++
 				return c.SubResource(sub).Update(ctx, obj, opts...)
 			},
 		}).Build()
@@ -134,12 +138,13 @@ func newHarness(t *testing.T, fc *v1alpha1.FederationCluster, statusErr error, p
 			},
 		}).Build()
 	h.members = fakeMembers{clusters: map[string]client.Client{"k8s-a": memberClient}}
+	h.clock = clocktesting.NewFakeClock(time.Date(2026, 11, 21, 6, 0, 0, 0, time.UTC))
 	h.r = NewReconciler(Options{
 		Client:   h.host,
 		Members:  h.members,
 		Recorder: events.NewFakeRecorder(100),
 		Identity: "test-manager",
-		Clock:    clocktesting.NewFakeClock(time.Date(2026, 11, 21, 6, 0, 0, 0, time.UTC)),
+		Clock:    h.clock,
 	})
 	return h
 }
@@ -306,12 +311,33 @@ func TestMutexPreAcknowledgedStepActsFirst(t *testing.T) {
 	assert.Empty(t, op.NextPod)
 
 	// The old instance is gone (the fake member deletes at once): its pod
-	// is created under its name before status records stage WaitingReady,
-	// which follows at once.
+	// is created under its acknowledged name, and the step settling into
+	// WaitingReady is not written by itself: one status write per step,
+	// the one after the deletion.
+	writes := h.statusWrites
 	_, err = reconcileFC(t, h, fc)
 	require.NoError(t, err)
 	require.Len(t, h.opAtCreate, 1)
 	assert.Equal(t, v1alpha1.StageDeleting, h.opAtCreate[0].Stage, "the creation needs no write first: the name was acknowledged")
+	assert.Equal(t, writes, h.statusWrites, "stage WaitingReady waits for the next write")
+	require.NoError(t, h.host.Get(context.Background(), client.ObjectKeyFromObject(fc), stored))
+	require.NotNil(t, stored.Status.Operation)
+	assert.Equal(t, v1alpha1.StageDeleting, stored.Status.Operation.Stage)
+	assert.Equal(t, "demo-pd-0", stored.Status.Operation.Pod)
+
+	// Read back as stored (Deleting, the old UID), the step is where it
+	// is: its replacement is waited for, nothing is deleted or created.
+	_, err = reconcileFC(t, h, fc)
+	require.NoError(t, err)
+	assert.Len(t, h.deletes, 1)
+	assert.Len(t, h.opAtCreate, 1)
+	assert.Equal(t, writes, h.statusWrites)
+
+	// Once statusRefresh has passed, the stage is written with the counts.
+	h.clock.Step(statusRefresh)
+	_, err = reconcileFC(t, h, fc)
+	require.NoError(t, err)
+	assert.Equal(t, writes+1, h.statusWrites)
 	require.NoError(t, h.host.Get(context.Background(), client.ObjectKeyFromObject(fc), stored))
 	require.NotNil(t, stored.Status.Operation)
 	assert.Equal(t, v1alpha1.StageWaitingReady, stored.Status.Operation.Stage)

@@ -87,45 +87,36 @@ func (r *Reconciler) record(
 
 // preAcknowledged reports whether fc's stored operation already
 // acknowledges what plan does, so that the status write recording next
-// may follow the act instead of preceding it. Two steps qualify, both with
+// may follow the act instead of preceding it: the step the stored
+// operation names as nextPod begins, that is, the deletion of that
+// instance (nextPodUID, the deletion's precondition) and nothing else, with
 // the operation held by this manager (a manager taking an operation over
 // writes first) and nothing else in next that must be written first
-// (urgent: ordinals, generation, members, conditions):
+// (urgent: ordinals, generation, members, conditions). The acknowledgement
+// was written with the previous step's deletion; the deletion is still
+// re-checked by the planner (availability, freshness, gates) before it is
+// planned.
 //
-//   - the step the stored operation names as nextPod begins: its deletion,
-//     of that instance (nextPodUID, the deletion's precondition), and
-//     nothing else. The acknowledgement was written while the previous pod
-//     came up; the deletion is still re-checked by the planner
-//     (availability, freshness, gates) before it is planned.
-//   - the stored step moves from Deleting to WaitingReady on the same pod:
-//     its pod is created under its acknowledged name, and other missing
-//     pods come back under theirs; no deletion.
-//
-// Either way every disruptive act was named by a status written with a
+// Every disruptive act is thus named by a status written with a
 // resourceVersion precondition, so two managers acting on one reading can
 // at most repeat the same act, which the UID precondition and the pod
 // names make idempotent. What the early write gives up: a spec change the
 // cache has not delivered yet no longer turns the step's write into a
 // conflict, so it can cost at most that one replacement, which the
 // availability re-check allowed anyway (never two pods down).
+//
+// The other half of one write per step is in urgent: a step moving from
+// Deleting to WaitingReady on the same pod (its replacement created under
+// the acknowledged name) is not worth a write of its own (stageSettled).
 func preAcknowledged(fc *v1alpha1.FederationCluster, next *v1alpha1.FederationClusterStatus, plan rollout.Plan) bool {
 	cur, op := fc.Status.Operation, next.Operation
 	if cur == nil || op == nil || cur.Type != op.Type || !cur.StartedTime.Equal(&op.StartedTime) || cur.Holder != op.Holder ||
 		plan.Drain != nil || plan.Undo != nil || len(plan.Check) > 0 || len(plan.Replace) > 0 || len(plan.Expand) > 0 {
 		return false
 	}
-	switch {
-	case op.Stage == v1alpha1.StageDeleting && plan.Delete != nil:
-		d := plan.Delete
-		if cur.NextPod == "" || op.Pod != cur.NextPod || op.PodUID != cur.NextPodUID ||
-			d.Name != op.Pod || d.UID != op.PodUID || d.Member != op.Member || len(plan.Create) > 0 {
-			return false
-		}
-	case op.Stage == v1alpha1.StageWaitingReady && plan.Delete == nil:
-		if cur.Stage != v1alpha1.StageDeleting || op.Pod != cur.Pod || op.PodUID != cur.PodUID || op.Member != cur.Member {
-			return false
-		}
-	default:
+	d := plan.Delete
+	if op.Stage != v1alpha1.StageDeleting || d == nil || len(plan.Create) > 0 || cur.NextPod == "" ||
+		op.Pod != cur.NextPod || op.PodUID != cur.NextPodUID || d.Name != op.Pod || d.UID != op.PodUID || d.Member != op.Member {
 		return false
 	}
 	kept := *next

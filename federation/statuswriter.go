@@ -136,14 +136,16 @@ func (w *statusWriter) forget(key client.ObjectKey) {
 }
 
 // urgent reports whether next differs from fc's stored status in
-// something that must be written now: the operation or the ordinals
-// (acknowledge, then act: an ordinal is recorded before a pod takes it), a
-// new generation, a member's connection, or a condition's status or reason
-// (within an operation, Ready and Progressing's reason move with every
-// step and wait; Progressing's status does not).
+// something that must be written now: the operation (but a step settling
+// into WaitingReady, stageSettled) or the ordinals (acknowledge, then act:
+// an ordinal is recorded before a pod takes it), a new generation, a
+// member's connection, or a condition's status or reason (within an
+// operation, Ready and Progressing's reason move with every step and wait;
+// Progressing's status does not).
 func urgent(fc *v1alpha1.FederationCluster, next *v1alpha1.FederationClusterStatus) bool {
 	cur := &fc.Status
-	if cur.ObservedGeneration != next.ObservedGeneration || !sameOperation(cur.Operation, next.Operation) || !sameOrdinals(cur, next) {
+	if cur.ObservedGeneration != next.ObservedGeneration || !sameOrdinals(cur, next) ||
+		(!sameOperation(cur.Operation, next.Operation) && !stageSettled(cur.Operation, next.Operation)) {
 		return true
 	}
 	if len(cur.Members) != len(next.Members) {
@@ -171,6 +173,25 @@ func urgent(fc *v1alpha1.FederationCluster, next *v1alpha1.FederationClusterStat
 		}
 	}
 	return false
+}
+
+// stageSettled reports whether next is cur with its step moved from
+// Deleting to WaitingReady and nothing else changed (same pod, instance,
+// target, holder and nextPod): the old instance is gone and its
+// replacement was created under the acknowledged name. Recording that
+// decides nothing: a reading of stage Deleting whose pod shows another UID
+// is planned as WaitingReady (the planner's inFlight), after a restart as
+// well, and the stage's start time bounds no hook. So it waits for the
+// next write like a count (statusRefresh), and a step whose replacement
+// comes up sooner costs one status write, the one that records its
+// deletion.
+func stageSettled(cur, next *v1alpha1.Operation) bool {
+	if cur == nil || next == nil || cur.Stage != v1alpha1.StageDeleting || next.Stage != v1alpha1.StageWaitingReady {
+		return false
+	}
+	settled := cur.DeepCopy()
+	settled.Stage, settled.StageStartedTime = next.Stage, next.StageStartedTime
+	return sameOperation(settled, next)
 }
 
 // sameOrdinals reports whether a and b record the same ordinals.

@@ -1094,7 +1094,7 @@ func (p *planner) upgrade(op *v1alpha1.Operation) Plan {
 	}
 	for ci := range p.Components {
 		c := &p.Components[ci]
-		pl, victim := p.nextVictim(c, op)
+		pl, victim := p.nextVictim(c, op, "")
 		if victim == nil {
 			continue
 		}
@@ -1110,7 +1110,9 @@ func (p *planner) upgrade(op *v1alpha1.Operation) Plan {
 		if plan := p.gate(op, ci, victim); plan != nil {
 			return withCompleted(*plan, done)
 		}
-		return withCompleted(p.begin(op, ci, pl, victim, pl.Revision, fmt.Sprintf("replacing pod %s in %s", victim.Name, pl.Member)), done)
+		plan := p.begin(op, ci, pl, victim, pl.Revision, fmt.Sprintf("replacing pod %s in %s", victim.Name, pl.Member))
+		p.foresee(op)
+		return withCompleted(plan, done)
 	}
 	if why, left := p.blocker(nil); why != "" {
 		// Nothing outdated is left, but the last step's effects are not all
@@ -1121,23 +1123,26 @@ func (p *planner) upgrade(op *v1alpha1.Operation) Plan {
 }
 
 // foresee records in op (op.NextPod, op.NextPodUID) the pod the upgrade's
-// next step will replace, while op's step waits for its pod to come up
-// (stages WaitingReady and Verifying): the victim nextVictim picks now,
-// which is the one it picks once the step completes unless the state
-// changes meanwhile. Recording it then acknowledges that step off the
-// critical path (Operation.NextPod): the status write is made while the pod
-// comes up, not between its Ready and the next deletion. Nothing is
-// recorded at other stages, or when the next victim's component has a
-// preDelete hook (its Draining stage is written before the hook is called
-// anyway).
+// next step will replace, from the moment op's step deletes its pod until
+// its replacement has passed (stages Deleting, WaitingReady and
+// Verifying): the victim nextVictim picks now, op's own pod left out, which
+// is the one it picks once the step completes unless the state changes
+// meanwhile. Recording it acknowledges that step off the critical path
+// (Operation.NextPod): it rides on the status write that records the
+// deletion, so nothing is written between the replacement's Ready and the
+// next deletion. Nothing is recorded at other stages, or when the next
+// victim's component has a preDelete hook (its Draining stage is written
+// before the hook is called anyway).
 func (p *planner) foresee(op *v1alpha1.Operation) {
 	op.NextPod, op.NextPodUID = "", ""
-	if op.Stage != v1alpha1.StageWaitingReady && op.Stage != v1alpha1.StageVerifying {
+	switch op.Stage {
+	case v1alpha1.StageDeleting, v1alpha1.StageWaitingReady, v1alpha1.StageVerifying:
+	default:
 		return
 	}
 	for ci := range p.Components {
 		c := &p.Components[ci]
-		_, victim := p.nextVictim(c, op)
+		_, victim := p.nextVictim(c, op, op.Pod)
 		if victim == nil {
 			continue
 		}
@@ -1189,8 +1194,9 @@ func (p *planner) resume(op *v1alpha1.Operation, pod string, uid types.UID) bool
 // this component; within a member, the highest ordinal goes first. An
 // outdated pod that is already unavailable goes before the others: replacing
 // it costs no availability. Failed pods are not victims: they are replaced
-// as failed pods (Plan.Replace).
-func (p *planner) nextVictim(c *Component, op *v1alpha1.Operation) (*Placement, *Pod) {
+// as failed pods (Plan.Replace); nor is the pod named skip (the step under
+// way's own, when foresee looks past it).
+func (p *planner) nextVictim(c *Component, op *v1alpha1.Operation, skip string) (*Placement, *Pod) {
 	n := len(c.Placements)
 	start := 0
 	if op.Component == c.Name && op.Member != "" {
@@ -1211,7 +1217,7 @@ func (p *planner) nextVictim(c *Component, op *v1alpha1.Operation) (*Placement, 
 		var best *Pod
 		for i := range pl.Pods {
 			pod := &pl.Pods[i]
-			if !outdated(pl, pod) || pod.Failed {
+			if !outdated(pl, pod) || pod.Failed || pod.Name == skip {
 				continue
 			}
 			if ok, _ := p.available(pod); !ok {

@@ -198,14 +198,14 @@ func Cases() []Case {
 			Name: "upgrade starts with the first member's highest outdated ordinal",
 			State: State(nil, rollout.Component{Name: "pd", Placements: []rollout.Placement{
 				Placement("a", 2, "r2", Pods("pd", "r1", 0, 1)...), Placement("b", 1, "r2", Pods("pd", "r1", 2)...)}}),
-			WantOp:     &v1alpha1.Operation{Type: v1alpha1.OperationUpgrade, Component: "pd", Member: "a", Pod: "demo-pd-1", PodUID: "demo-pd-1@r1", TargetRevision: "r2", Stage: v1alpha1.StageDeleting},
+			WantOp:     &v1alpha1.Operation{Type: v1alpha1.OperationUpgrade, Component: "pd", Member: "a", Pod: "demo-pd-1", PodUID: "demo-pd-1@r1", TargetRevision: "r2", Stage: v1alpha1.StageDeleting, NextPod: "demo-pd-2", NextPodUID: "demo-pd-2@r1"},
 			WantDelete: "a/demo-pd-1",
 		},
 		{
 			Name: "after a step in a, the next goes to b",
 			State: State(Op(v1alpha1.OperationUpgrade, "pd", "a", "", ""), rollout.Component{Name: "pd", Placements: []rollout.Placement{
 				Placement("a", 2, "r2", append(Pods("pd", "r1", 0), Pods("pd", "r2", 1)...)...), Placement("b", 1, "r2", Pods("pd", "r1", 2)...)}}),
-			WantOp:     &v1alpha1.Operation{Type: v1alpha1.OperationUpgrade, Component: "pd", Member: "b", Pod: "demo-pd-2", PodUID: "demo-pd-2@r1", TargetRevision: "r2", Stage: v1alpha1.StageDeleting},
+			WantOp:     &v1alpha1.Operation{Type: v1alpha1.OperationUpgrade, Component: "pd", Member: "b", Pod: "demo-pd-2", PodUID: "demo-pd-2@r1", TargetRevision: "r2", Stage: v1alpha1.StageDeleting, NextPod: "demo-pd-0", NextPodUID: "demo-pd-0@r1"},
 			WantDelete: "b/demo-pd-2",
 		},
 		{
@@ -219,7 +219,7 @@ func Cases() []Case {
 			Name: "a member with nothing outdated is skipped",
 			State: State(Op(v1alpha1.OperationUpgrade, "pd", "a", "", ""), rollout.Component{Name: "pd", Placements: []rollout.Placement{
 				Placement("a", 2, "r2", Pods("pd", "r1", 0, 1)...), Placement("b", 1, "r2", Pods("pd", "r2", 2)...)}}),
-			WantOp:     &v1alpha1.Operation{Type: v1alpha1.OperationUpgrade, Component: "pd", Member: "a", Pod: "demo-pd-1", PodUID: "demo-pd-1@r1", TargetRevision: "r2", Stage: v1alpha1.StageDeleting},
+			WantOp:     &v1alpha1.Operation{Type: v1alpha1.OperationUpgrade, Component: "pd", Member: "a", Pod: "demo-pd-1", PodUID: "demo-pd-1@r1", TargetRevision: "r2", Stage: v1alpha1.StageDeleting, NextPod: "demo-pd-0", NextPodUID: "demo-pd-0@r1"},
 			WantDelete: "a/demo-pd-1",
 		},
 		{
@@ -227,7 +227,7 @@ func Cases() []Case {
 			State: State(nil,
 				rollout.Component{Name: "pd", Placements: []rollout.Placement{Placement("a", 1, "r2", Pods("pd", "r1", 0)...)}},
 				rollout.Component{Name: "tikv", Placements: []rollout.Placement{Placement("a", 1, "t2", Pods("tikv", "t1", 0)...)}}),
-			WantOp:     &v1alpha1.Operation{Type: v1alpha1.OperationUpgrade, Component: "pd", Member: "a", Pod: "demo-pd-0", PodUID: "demo-pd-0@r1", TargetRevision: "r2", Stage: v1alpha1.StageDeleting},
+			WantOp:     &v1alpha1.Operation{Type: v1alpha1.OperationUpgrade, Component: "pd", Member: "a", Pod: "demo-pd-0", PodUID: "demo-pd-0@r1", TargetRevision: "r2", Stage: v1alpha1.StageDeleting, NextPod: "demo-tikv-0", NextPodUID: "demo-tikv-0@t1"},
 			WantDelete: "a/demo-pd-0",
 		},
 		{
@@ -235,14 +235,14 @@ func Cases() []Case {
 			State: State(Op(v1alpha1.OperationUpgrade, "pd", "a", "", ""),
 				rollout.Component{Name: "pd", Placements: []rollout.Placement{Placement("a", 1, "r2", Pods("pd", "r2", 0)...)}},
 				rollout.Component{Name: "tikv", Placements: []rollout.Placement{Placement("a", 1, "t2", Pods("tikv", "t1", 0)...), Placement("b", 1, "t2", Pods("tikv", "t1", 1)...)}}),
-			WantOp:     &v1alpha1.Operation{Type: v1alpha1.OperationUpgrade, Component: "tikv", Member: "a", Pod: "demo-tikv-0", PodUID: "demo-tikv-0@t1", TargetRevision: "t2", Stage: v1alpha1.StageDeleting},
+			WantOp:     &v1alpha1.Operation{Type: v1alpha1.OperationUpgrade, Component: "tikv", Member: "a", Pod: "demo-tikv-0", PodUID: "demo-tikv-0@t1", TargetRevision: "t2", Stage: v1alpha1.StageDeleting, NextPod: "demo-tikv-1", NextPodUID: "demo-tikv-1@t1"},
 			WantDelete: "a/demo-tikv-0",
 		},
 		{
 			Name: "acknowledged deletion not yet observed is repeated with the same UID",
 			State: State(Op(v1alpha1.OperationUpgrade, "pd", "a", "demo-pd-1", "demo-pd-1@r1"), rollout.Component{Name: "pd", Placements: []rollout.Placement{
 				Placement("a", 2, "r2", Pods("pd", "r1", 0, 1)...)}}),
-			WantOp:     &v1alpha1.Operation{Type: v1alpha1.OperationUpgrade, Component: "pd", Member: "a", Pod: "demo-pd-1", PodUID: "demo-pd-1@r1", Stage: v1alpha1.StageDeleting},
+			WantOp:     &v1alpha1.Operation{Type: v1alpha1.OperationUpgrade, Component: "pd", Member: "a", Pod: "demo-pd-1", PodUID: "demo-pd-1@r1", Stage: v1alpha1.StageDeleting, NextPod: "demo-pd-0", NextPodUID: "demo-pd-0@r1"},
 			WantDelete: "a/demo-pd-1",
 		},
 		{
@@ -290,10 +290,10 @@ func Cases() []Case {
 			WantMessage: "demo-pd-1 in a to become available",
 		},
 		{
-			Name: "the replacement available, nextPod recorded: that step begins and the record is cleared",
+			Name: "the replacement available, nextPod recorded: that step begins and records the one after it",
 			State: State(withNext(Op(v1alpha1.OperationUpgrade, "pd", "a", "demo-pd-1", "demo-pd-1@r1"), "demo-pd-2", "demo-pd-2@r1"), rollout.Component{Name: "pd", Placements: []rollout.Placement{
 				Placement("a", 2, "r2", append(Pods("pd", "r1", 0), Pods("pd", "r2", 1)...)...), Placement("b", 1, "r2", Pods("pd", "r1", 2)...)}}),
-			WantOp:     &v1alpha1.Operation{Type: v1alpha1.OperationUpgrade, Component: "pd", Member: "b", Pod: "demo-pd-2", PodUID: "demo-pd-2@r1", TargetRevision: "r2", Stage: v1alpha1.StageDeleting},
+			WantOp:     &v1alpha1.Operation{Type: v1alpha1.OperationUpgrade, Component: "pd", Member: "b", Pod: "demo-pd-2", PodUID: "demo-pd-2@r1", TargetRevision: "r2", Stage: v1alpha1.StageDeleting, NextPod: "demo-pd-0", NextPodUID: "demo-pd-0@r1"},
 			WantDelete: "b/demo-pd-2",
 		},
 		{
@@ -308,14 +308,14 @@ func Cases() []Case {
 			Name: "nextPod's replacement already Ready, status still on the step before: both complete, the turns go on from nextPod's member",
 			State: State(withNext(Op(v1alpha1.OperationUpgrade, "pd", "a", "demo-pd-1", "demo-pd-1@r1"), "demo-pd-3", "demo-pd-3@r1"), rollout.Component{Name: "pd", Placements: []rollout.Placement{
 				Placement("a", 2, "r2", append(Pods("pd", "r1", 0), Pods("pd", "r2", 1)...)...), Placement("b", 2, "r2", append(Pods("pd", "r1", 2), Pods("pd", "r2", 3)...)...)}}),
-			WantOp:     &v1alpha1.Operation{Type: v1alpha1.OperationUpgrade, Component: "pd", Member: "a", Pod: "demo-pd-0", PodUID: "demo-pd-0@r1", TargetRevision: "r2", Stage: v1alpha1.StageDeleting},
+			WantOp:     &v1alpha1.Operation{Type: v1alpha1.OperationUpgrade, Component: "pd", Member: "a", Pod: "demo-pd-0", PodUID: "demo-pd-0@r1", TargetRevision: "r2", Stage: v1alpha1.StageDeleting, NextPod: "demo-pd-2", NextPodUID: "demo-pd-2@r1"},
 			WantDelete: "a/demo-pd-0",
 		},
 		{
 			Name: "the replacement available: the step completes and the next one starts",
 			State: State(Op(v1alpha1.OperationUpgrade, "pd", "a", "demo-pd-1", "demo-pd-1@r1"), rollout.Component{Name: "pd", Placements: []rollout.Placement{
 				Placement("a", 2, "r2", append(Pods("pd", "r1", 0), Pods("pd", "r2", 1)...)...), Placement("b", 1, "r2", Pods("pd", "r1", 2)...)}}),
-			WantOp:     &v1alpha1.Operation{Type: v1alpha1.OperationUpgrade, Component: "pd", Member: "b", Pod: "demo-pd-2", PodUID: "demo-pd-2@r1", TargetRevision: "r2", Stage: v1alpha1.StageDeleting},
+			WantOp:     &v1alpha1.Operation{Type: v1alpha1.OperationUpgrade, Component: "pd", Member: "b", Pod: "demo-pd-2", PodUID: "demo-pd-2@r1", TargetRevision: "r2", Stage: v1alpha1.StageDeleting, NextPod: "demo-pd-0", NextPodUID: "demo-pd-0@r1"},
 			WantDelete: "b/demo-pd-2",
 		},
 		{
@@ -343,7 +343,7 @@ func Cases() []Case {
 			Name: "an outdated pod that is already unavailable is replaced first",
 			State: State(nil, rollout.Component{Name: "pd", Placements: []rollout.Placement{
 				Placement("a", 2, "r2", Pods("pd", "r1", 0, 1)...), Placement("b", 1, "r2", notReady(Pods("pd", "r1", 2), 0)...)}}),
-			WantOp:     &v1alpha1.Operation{Type: v1alpha1.OperationUpgrade, Component: "pd", Member: "b", Pod: "demo-pd-2", PodUID: "demo-pd-2@r1", TargetRevision: "r2", Stage: v1alpha1.StageDeleting},
+			WantOp:     &v1alpha1.Operation{Type: v1alpha1.OperationUpgrade, Component: "pd", Member: "b", Pod: "demo-pd-2", PodUID: "demo-pd-2@r1", TargetRevision: "r2", Stage: v1alpha1.StageDeleting, NextPod: "demo-pd-1", NextPodUID: "demo-pd-1@r1"},
 			WantDelete: "b/demo-pd-2",
 		},
 		{
@@ -465,7 +465,7 @@ func Cases() []Case {
 				rollout.Component{Name: "beta", Placements: []rollout.Placement{
 					Placement("b", 1, "B2", Pods("beta", "B1", 0)...),
 					Placement("a", 2, "B2", append(Pods("beta", "B1", 2), Pods("beta", "B2", 3)...)...)}}),
-			WantOp:     &v1alpha1.Operation{Type: v1alpha1.OperationUpgrade, Component: "alpha", Member: "a", Pod: "demo-alpha-1", PodUID: "demo-alpha-1@A1", TargetRevision: "A2", Stage: v1alpha1.StageDeleting},
+			WantOp:     &v1alpha1.Operation{Type: v1alpha1.OperationUpgrade, Component: "alpha", Member: "a", Pod: "demo-alpha-1", PodUID: "demo-alpha-1@A1", TargetRevision: "A2", Stage: v1alpha1.StageDeleting, NextPod: "demo-alpha-4", NextPodUID: "demo-alpha-4@A1"},
 			WantDelete: "a/demo-alpha-1",
 		},
 		{
@@ -490,7 +490,7 @@ func Cases() []Case {
 				Placement("a", 2, "r2", Pods("pd", "r1", 0, 1)...), Placement("b", 1, "r2", notReady(Pods("pd", "r1", 2), 0)...)}}),
 			// Dropped, it is planned again: the pod that is down already
 			// is replaced first, which costs no availability.
-			WantOp:      &v1alpha1.Operation{Type: v1alpha1.OperationUpgrade, Component: "pd", Member: "b", Pod: "demo-pd-2", PodUID: "demo-pd-2@r1", TargetRevision: "r2", Stage: v1alpha1.StageDeleting},
+			WantOp:      &v1alpha1.Operation{Type: v1alpha1.OperationUpgrade, Component: "pd", Member: "b", Pod: "demo-pd-2", PodUID: "demo-pd-2@r1", TargetRevision: "r2", Stage: v1alpha1.StageDeleting, NextPod: "demo-pd-1", NextPodUID: "demo-pd-1@r1"},
 			WantDelete:  "b/demo-pd-2",
 			WantMessage: "step on pod demo-pd-1 in a dropped: pod demo-pd-2 in b is not Ready",
 		},
@@ -891,7 +891,7 @@ func Cases() []Case {
 			State: calling(State(nil, hooked(rollout.Component{Name: "pd", Placements: []rollout.Placement{
 				Placement("a", 2, "r2", Pods("pd", "r1", 0, 1)...), Placement("b", 1, "r2", Pods("pd", "r1", 2)...)}}, gateHooks)),
 				rollout.Calls{Health: healthy("", "a/demo-pd-0", "b/demo-pd-2")}),
-			WantOp:     &v1alpha1.Operation{Type: v1alpha1.OperationUpgrade, Component: "pd", Member: "a", Pod: "demo-pd-1", PodUID: "demo-pd-1@r1", TargetRevision: "r2", Stage: v1alpha1.StageDeleting},
+			WantOp:     &v1alpha1.Operation{Type: v1alpha1.OperationUpgrade, Component: "pd", Member: "a", Pod: "demo-pd-1", PodUID: "demo-pd-1@r1", TargetRevision: "r2", Stage: v1alpha1.StageDeleting, NextPod: "demo-pd-2", NextPodUID: "demo-pd-2@r1"},
 			WantDelete: "a/demo-pd-1",
 		},
 		{
@@ -913,7 +913,7 @@ func Cases() []Case {
 				hooked(rollout.Component{Name: "tikv", Placements: []rollout.Placement{
 					Placement("a", 2, "t2", Pods("tikv", "t1", 0, 1)...), Placement("b", 1, "t2", Pods("tikv", "t1", 2)...)}}, gateHooks)),
 				rollout.Calls{Health: healthy("", "a/demo-tikv-0", "b/demo-tikv-2")}),
-			WantOp:     &v1alpha1.Operation{Type: v1alpha1.OperationUpgrade, Component: "tikv", Member: "a", Pod: "demo-tikv-1", PodUID: "demo-tikv-1@t1", TargetRevision: "t2", Stage: v1alpha1.StageDeleting},
+			WantOp:     &v1alpha1.Operation{Type: v1alpha1.OperationUpgrade, Component: "tikv", Member: "a", Pod: "demo-tikv-1", PodUID: "demo-tikv-1@t1", TargetRevision: "t2", Stage: v1alpha1.StageDeleting, NextPod: "demo-tikv-2", NextPodUID: "demo-tikv-2@t1"},
 			WantDelete: "a/demo-tikv-1",
 		},
 		{
