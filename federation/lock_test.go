@@ -100,6 +100,8 @@ type harness struct {
 	opAtDelete, opAtCreate []*v1alpha1.Operation
 	// statusWrites counts the status writes that reached the host.
 	statusWrites int
+	// onDelete, when set, runs as each deletion reaches the member.
+	onDelete func()
 	clock        *clocktesting.FakeClock
 }
 
@@ -126,6 +128,9 @@ func newHarness(t *testing.T, fc *v1alpha1.FederationCluster, statusErr error, p
 				stored := &v1alpha1.FederationCluster{}
 				require.NoError(t, h.host.Get(ctx, client.ObjectKeyFromObject(fc), stored))
 				h.opAtDelete = append(h.opAtDelete, stored.Status.Operation)
+				if h.onDelete != nil {
+					h.onDelete()
+				}
 				return c.Delete(ctx, obj, opts...)
 			},
 			Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
@@ -293,9 +298,27 @@ func TestMutexPreAcknowledgedStepActsFirst(t *testing.T) {
 	require.NotNil(t, stored.Status.Operation)
 	assert.Equal(t, "demo-pd-0", stored.Status.Operation.NextPod, "the next step stays acknowledged while the replacement comes up")
 
+	// The write that records the step is held until the deletion reaches
+	// the member: a reconcile that waited for it before deleting would
+	// leave it holding until the timeout.
 	markReady(t, h, replacement)
+	deleted := make(chan struct{})
+	h.onDelete = func() { close(deleted) }
+	heldOff := false
+	h.r.client = interceptor.NewClient(h.host.(client.WithWatch), interceptor.Funcs{
+		SubResourceUpdate: func(ctx context.Context, c client.Client, sub string, obj client.Object, opts ...client.SubResourceUpdateOption) error {
+			select {
+			case <-deleted:
+			case <-time.After(5 * time.Second):
+				heldOff = true
+			}
+			return c.SubResource(sub).Update(ctx, obj, opts...)
+		},
+	})
 	_, err = reconcileFC(t, h, fc)
 	require.NoError(t, err)
+	assert.False(t, heldOff, "the deletion did not wait for the status write")
+	h.r.client, h.onDelete = h.host, nil
 	require.Len(t, h.deletes, 1)
 	assert.Equal(t, types.UID("uid-old"), *h.deletes[0].Preconditions.UID)
 	require.NotNil(t, h.opAtDelete[0])

@@ -2,6 +2,7 @@ package federation
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -233,9 +234,19 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return res, err
 	}
 	times.acknowledged = r.clock.Now()
+	var recorded chan recordResult
 	if after {
-		// Acknowledged already (preAcknowledged): act first, record after.
+		// Acknowledged already (preAcknowledged): the step's deletion goes
+		// out now and the write that records it runs beside it, on a copy
+		// (act reads fc). Nothing waits for the write but this reconcile's
+		// end: the act was named by the acknowledgement stored before.
 		fc.Status = status
+		recorded = make(chan recordResult, 1)
+		rec := fc.DeepCopy()
+		go func() {
+			res, err := r.record(ctx, rec, status, obs.now)
+			recorded <- recordResult{res, err}
+		}()
 	}
 	requeue = minPositive(requeue, plan.RequeueAfter)
 	requeue = minPositive(requeue, hooks.retryAfter)
@@ -252,18 +263,29 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if before.Operation != nil {
 		prev = before.Operation.Type
 	}
-	if err := r.act(ctx, fc, obs, plan, prev, times); err != nil {
-		return reconcile.Result{}, err
-	}
-	if after {
-		if res, err := r.record(ctx, fc, status, obs.now); err != nil || res.RequeueAfter > 0 {
-			return res, err
+	actErr := r.act(ctx, fc, obs, plan, prev, times)
+	if recorded != nil {
+		rec := <-recorded
+		switch {
+		case actErr != nil || rec.err != nil:
+			return reconcile.Result{}, errors.Join(actErr, rec.err)
+		case rec.res.RequeueAfter > 0:
+			return rec.res, nil
 		}
+	}
+	if actErr != nil {
+		return reconcile.Result{}, actErr
 	}
 	if plan.Delete != nil || len(plan.Create) > 0 {
 		log.V(1).Info("Acted", "creates", len(plan.Create), "delete", plan.Delete != nil, "message", plan.Message)
 	}
 	return reconcile.Result{RequeueAfter: requeue}, nil
+}
+
+// recordResult is the outcome of a status write made beside the act.
+type recordResult struct {
+	res reconcile.Result
+	err error
 }
 
 // forget drops what this process remembers of FederationCluster key.
