@@ -470,6 +470,15 @@ func (f *fleet) connectTo(m *apiMember, port int) error {
 	return err
 }
 
+// kubeconfigs returns the kubeconfigs of the first n members, by name.
+func (f *fleet) kubeconfigs(n int) map[string][]byte {
+	out := map[string][]byte{}
+	for _, m := range f.members[:n] {
+		out[m.name] = m.kubeconfig
+	}
+	return out
+}
+
 // shrink stops the apiservers beyond the first n.
 func (f *fleet) shrink(n int) {
 	if n >= len(f.members) {

@@ -332,10 +332,6 @@ func (o *sliceObserver) listedAt(pod, address string) map[string]time.Time {
 func (b *bench) discoveryPhase(ctx context.Context) (err error) {
 	res := &b.res.discovery
 	res.members = b.options.members[:2]
-	cfgs := map[string]*rest.Config{}
-	for _, m := range res.members {
-		cfgs[m] = b.memberCfgs[m]
-	}
 	image := imagePrefix + "disc-0"
 	fc := stepFederation(discoveryName, components, res.members, discoveryPerMember, image)
 	res.pods = 2 * len(res.members) * discoveryPerMember
@@ -343,8 +339,7 @@ func (b *bench) discoveryPhase(ctx context.Context) (err error) {
 	if err := b.spareIPPools(ctx, res.members, spareIPs); err != nil {
 		return err
 	}
-	pods, err := startObserver(ctx, cfgs, namespace,
-		labels.SelectorFromSet(labels.Set{v1alpha1.LabelManagedBy: v1alpha1.ManagedBy, v1alpha1.LabelInstance: fc.Name}).String())
+	pods, err := b.observeFederation(ctx, fc.Name)
 	if err != nil {
 		return err
 	}
@@ -353,7 +348,7 @@ func (b *bench) discoveryPhase(ctx context.Context) (err error) {
 	for _, c := range components {
 		services = append(services, fc.Name+"-"+c)
 	}
-	sl, err := startSliceObserver(ctx, cfgs, namespace, services)
+	sl, err := startSliceObserver(ctx, b.labConfigs(), namespace, services)
 	if err != nil {
 		return err
 	}

@@ -156,7 +156,7 @@ func TestItems78Report(t *testing.T) {
 	assert.Equal(t, "0.50 (1.33 raw)", gate.figure)
 	md = bad.markdown(o, rows)
 	assert.Contains(t, md, "## Targets missed")
-	assert.Contains(t, md, "Section 7 gives the latencies")
+	assert.Contains(t, md, "Section 7 gives this run's figures")
 	assert.Contains(t, md, "`Registry.State`")
 	assert.Contains(t, md, "(the lab's 2 members' probes, 2 per 1s each, make 4.000 of it)")
 }

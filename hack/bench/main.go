@@ -537,13 +537,11 @@ func (b *bench) setupSystems(ctx context.Context) error {
 	// The reference has as many pods as the federation, all in one member.
 	sts := referenceStatefulSet("ref", int32(2*2*b.perMember), image)
 
-	second := b.options.members[1]
-	fedopObs, err := startObserver(ctx, map[string]*rest.Config{first: b.memberCfgs[first], second: b.memberCfgs[second]},
-		namespace, labels.SelectorFromSet(labels.Set{v1alpha1.LabelManagedBy: v1alpha1.ManagedBy, v1alpha1.LabelInstance: fc.Name}).String())
+	fedopObs, err := b.observeFederation(ctx, fc.Name)
 	if err != nil {
 		return err
 	}
-	stsObs, err := startObserver(ctx, map[string]*rest.Config{first: b.memberCfgs[first]}, namespace,
+	stsObs, err := startObserver(ctx, map[string]*rest.Config{first: b.memberCfgs[first]},
 		labels.SelectorFromSet(sts.Spec.Selector.MatchLabels).String())
 	if err != nil {
 		return err
@@ -699,7 +697,7 @@ func (b *bench) memoryPhase(ctx context.Context) error {
 	if len(names) == 0 {
 		return fmt.Errorf("member %s has no nodes", last)
 	}
-	uobs, err := startObserver(ctx, map[string]*rest.Config{last: b.memberCfgs[last]}, namespace, unrelatedLabel+"=true")
+	uobs, err := startObserver(ctx, map[string]*rest.Config{last: b.memberCfgs[last]}, unrelatedLabel+"=true")
 	if err != nil {
 		return err
 	}

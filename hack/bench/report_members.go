@@ -192,12 +192,7 @@ func (r *results) writeDeadDetails(b *strings.Builder, o options) {
 			all = append(all, r.steps.overheads...)
 			overlaps += r.steps.overlaps
 		}
-		slow := 0
-		for _, x := range all {
-			if x >= targetP99 {
-				slow++
-			}
-		}
+		slow := countAtLeast(all, targetP99)
 		p50s, p99s := rolloutPercentiles(ph.rs, 50), rolloutPercentiles(ph.rs, 99)
 		b.WriteString(mdRow(ph.name, fmt.Sprint(len(ph.rs)), fmt.Sprint(len(all)),
 			fmt.Sprintf("%s (%s to %s)", ms(median(p50s)), ms(slices.Min(p50s)), ms(slices.Max(p50s))),
@@ -292,13 +287,9 @@ func (r *results) writeMembersMissed(b *strings.Builder, rw row) {
 		if d.failure != "" {
 			fmt.Fprintf(b, "The upgrades of `live` stopped: %s.\n", d.failure)
 		}
-		if strings.HasPrefix(rw.measure, "manager goroutines") {
-			if d.profile == nil && d.profileNote != "" {
-				b.WriteString(d.profileNote + "\n")
-			}
-			b.WriteString("See section 6 for the samples and the goroutine profile, if one was taken.\n")
-		} else {
-			b.WriteString("See section 6 for the rounds before and during the stop.\n")
+		if strings.HasPrefix(rw.measure, "manager goroutines") && d.profile == nil && d.profileNote != "" {
+			b.WriteString(d.profileNote + "\n")
 		}
+		b.WriteString("Section 6 gives this run's figures behind it.\n")
 	}
 }
