@@ -26,22 +26,11 @@ import (
 	"github.com/fedop-io/fedop/internal/podwatch"
 )
 
-// Item 7: discovery. In every member that hosts a component, fedop writes
-// EndpointSlices listing the component's pods of every member
-// (federation/discovery.go). The pods of a FederationCluster on the lab's
-// two members are replaced one at a time: the benchmark deletes a pod,
-// fedop creates it again under its name, and kwok gives the new instance
-// an IP from its member's pod CIDR. For each replacement, the time from
-// the new IP first seen by the benchmark's watch of the pod's member to
-// that IP listed for the pod in the slices of every member, as the
-// benchmark's watches of them see it; and, over all replacements, the
-// EndpointSlice writes each member's kube-apiserver served.
-//
-// e2e scenario 20 measures the same on the lab with e2e.SliceWatch, whose
-// question is wider (every change of a pod, its readiness and termination
-// too, in the exact form the slices must take) and whose writes are slice
-// events, that is changes; this item follows one thing, the new IP, and
-// counts write requests, no-op applies included, on the servers.
+// Item 7: discovery: a pod IP change followed into every member's
+// EndpointSlices, and the slice writes per replaced pod. Section 7 of the
+// report (writeDiscoveryDetails) says how, and how it differs from e2e
+// scenario 20's e2e.SliceWatch (every change of a pod, in the exact form
+// the slices must take, against one thing here: the new IP).
 
 const (
 	// discoveryName is item 7's FederationCluster; discoveryPerMember its

@@ -461,58 +461,51 @@ func (b *bench) stepPhase(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	for r := 1; r <= b.rounds; r++ {
-		image := fmt.Sprintf("%sstep-%d", imagePrefix, r)
-		for _, s := range b.res.systems() {
-			w, err := b.measuredUpgrade(ctx, s, image, 0)
-			if err != nil {
-				return err
-			}
-			b.afterUpgrade(s, &w)
-			o := w.rollout
-			b.logf("Round %d, %s: %d deletions in %s, step overhead p50 %s p90 %s max %s, %d overlaps; manager requests: %s",
-				r, s.name, o.steps.deletions, ms(o.total()), ms(e2e.Percentile(o.steps.overheads, 50)), ms(e2e.Percentile(o.steps.overheads, 90)),
-				ms(e2e.Percentile(o.steps.overheads, 100)), o.steps.overlaps, formatRequests(w.requests))
-			for _, line := range o.steps.slow {
-				b.logf("  slow step: %s", line)
-			}
-			for _, line := range o.steps.overlapped {
-				b.logf("  overlap: %s", line)
-			}
-			switch s {
-			case b.res.fedop:
-				b.res.stepFedop = append(b.res.stepFedop, w)
-			case b.res.floor:
-				b.res.stepFloor = append(b.res.stepFloor, w)
-			default:
-				b.res.stepSTS = append(b.res.stepSTS, w)
-			}
-		}
+	got, err := b.upgradeRounds(ctx, b.rounds, "step", 0)
+	if err != nil {
+		return err
 	}
+	b.res.stepFedop, b.res.stepSTS, b.res.stepFloor = got[b.res.fedop], got[b.res.sts], got[b.res.floor]
 	opAfter, err := scrapeMetrics(ctx, b.metricsURL)
 	if err != nil {
 		return err
 	}
-	sum0, _ := opBefore.sum("fedop_rollout_step_overhead_seconds_sum", nil)
-	n0, _ := opBefore.sum("fedop_rollout_step_overhead_seconds_count", nil)
-	sum1, _ := opAfter.sum("fedop_rollout_step_overhead_seconds_sum", nil)
-	n1, _ := opAfter.sum("fedop_rollout_step_overhead_seconds_count", nil)
-	b.res.operatorSteps, b.res.operatorMean = n1-n0, 0
-	if n1 > n0 {
-		b.res.operatorMean = time.Duration((sum1 - sum0) / (n1 - n0) * float64(time.Second))
-	}
+	var n float64
+	b.res.operatorMean, n = histogramMean(opBefore, opAfter, "fedop_rollout_step_overhead_seconds", nil)
+	b.res.operatorSteps = n
 	b.res.stepPhases = nil
 	for _, phase := range stepPhaseNames {
-		match := map[string]string{"phase": phase}
-		s0, _ := opBefore.sum("fedop_rollout_step_phase_seconds_sum", match)
-		c0, _ := opBefore.sum("fedop_rollout_step_phase_seconds_count", match)
-		s1, _ := opAfter.sum("fedop_rollout_step_phase_seconds_sum", match)
-		c1, _ := opAfter.sum("fedop_rollout_step_phase_seconds_count", match)
-		if c1 > c0 {
-			b.res.stepPhases = append(b.res.stepPhases, phaseMean{phase, time.Duration((s1 - s0) / (c1 - c0) * float64(time.Second)), c1 - c0})
+		if mean, n := histogramMean(opBefore, opAfter, "fedop_rollout_step_phase_seconds", map[string]string{"phase": phase}); n > 0 {
+			b.res.stepPhases = append(b.res.stepPhases, phaseMean{phase, mean, n})
 		}
 	}
 	return nil
+}
+
+// upgradeRounds upgrades every system in turn, rounds times, every new
+// pod Ready delay after it is scheduled (0: at once), and returns each
+// system's measured upgrades.
+func (b *bench) upgradeRounds(ctx context.Context, rounds int, tag string, delay time.Duration) (map[*system][]windowResult, error) {
+	out := map[*system][]windowResult{}
+	for r := 1; r <= rounds; r++ {
+		image := fmt.Sprintf("%s%s-%d", imagePrefix, tag, r)
+		for _, s := range b.res.systems() {
+			w, err := b.measuredUpgrade(ctx, s, image, delay)
+			if err != nil {
+				return nil, err
+			}
+			b.afterUpgrade(s, &w)
+			o := w.rollout
+			b.logf("Round %d, %s, readiness delay %s: %d deletions in %s (floor N x D %s), step overhead p50 %s p90 %s max %s, %d overlaps; manager requests: %s",
+				r, s.name, delay, o.steps.deletions, ms(o.total()), time.Duration(s.pods)*delay, ms(e2e.Percentile(o.steps.overheads, 50)),
+				ms(e2e.Percentile(o.steps.overheads, 90)), ms(e2e.Percentile(o.steps.overheads, 100)), o.steps.overlaps, formatRequests(w.requests))
+			for _, line := range o.steps.overlapped {
+				b.logf("  overlap: %s", line)
+			}
+			out[s] = append(out[s], w)
+		}
+	}
+	return out, nil
 }
 
 // stepPhaseNames are the phases of fedop_rollout_step_phase_seconds, in
@@ -609,28 +602,11 @@ const eventGrace = time.Second
 // delayPhase runs item 2: the same upgrades with every new pod Ready only
 // after the readiness delay.
 func (b *bench) delayPhase(ctx context.Context) error {
-	for r := 1; r <= b.delayRounds; r++ {
-		image := fmt.Sprintf("%sdelay-%d", imagePrefix, r)
-		for _, s := range b.res.systems() {
-			w, err := b.measuredUpgrade(ctx, s, image, b.delay)
-			if err != nil {
-				return err
-			}
-			b.afterUpgrade(s, &w)
-			o := w.rollout
-			floor := time.Duration(s.pods) * b.delay
-			b.logf("Round %d, %s with readiness delay %s: %s for a floor of %s, efficiency %.3f",
-				r, s.name, b.delay, ms(o.total()), floor, float64(floor)/float64(o.total()))
-			switch s {
-			case b.res.fedop:
-				b.res.delayFedop = append(b.res.delayFedop, w)
-			case b.res.floor:
-				b.res.delayFloor = append(b.res.delayFloor, w)
-			default:
-				b.res.delaySTS = append(b.res.delaySTS, w)
-			}
-		}
+	got, err := b.upgradeRounds(ctx, b.delayRounds, "delay", b.delay)
+	if err != nil {
+		return err
 	}
+	b.res.delayFedop, b.res.delaySTS, b.res.delayFloor = got[b.res.fedop], got[b.res.sts], got[b.res.floor]
 	for _, o := range b.res.observers {
 		o.stop()
 	}

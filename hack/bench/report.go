@@ -223,50 +223,30 @@ func notMeasured(item, what string) row {
 	return row{item, what, "not measured in this run (--items)", "", "-"}
 }
 
-// rows computes the results table.
+// rows computes the results table: each item's rows, or one saying it was
+// not measured in this run.
 func (r *results) rows(o options) []row {
 	var rows []row
-	if r.fedop != nil && r.sts != nil {
-		rows = append(rows, r.stepRows(o)...)
-		rows = append(rows, r.floorRows(o)...)
-	} else {
-		rows = append(rows, notMeasured("1-3", "step overhead, rollout efficiency, API cost per step"))
-	}
-	if o.items[4] {
-		rows = append(rows, r.memoryRows(o)...)
-		rows = append(rows, r.issue19MemoryRows(o)...)
-	} else {
-		rows = append(rows, notMeasured("4", "memory per managed pod"))
-	}
-	if o.items[5] {
-		rows = append(rows, r.membersRows()...)
-	} else {
-		rows = append(rows, notMeasured("5", "time to connect and sync 10 and 50 members"))
-	}
-	if o.items[6] {
-		rows = append(rows, r.deadRows(o)...)
-	} else {
-		rows = append(rows, notMeasured("6", "a dead member: step overhead and goroutines"))
-	}
-	if o.items[7] {
-		rows = append(rows, r.discoveryRows()...)
-	} else {
-		rows = append(rows, notMeasured("7", "discovery: a pod IP change in every member's EndpointSlices"))
-	}
-	if o.items[8] {
-		rows = append(rows, r.freshnessRows()...)
-	} else {
-		rows = append(rows, notMeasured("8", "freshness: probe requests and manager CPU while idle, round trips per step"))
-	}
-	if o.items[10] {
-		rows = append(rows, r.restartRows(o)...)
-	} else {
-		rows = append(rows, notMeasured("10", "manager start to first step after a SIGKILL"))
-	}
-	if o.items[11] {
-		rows = append(rows, r.manyRows()...)
-	} else {
-		rows = append(rows, notMeasured("11", "FederationClusters upgraded at once: one pod at a time, step overhead p99, steps per second"))
+	for _, it := range []struct {
+		item, what string
+		measured   bool
+		rows       func() []row
+	}{
+		{"1-3", "step overhead, rollout efficiency, API cost per step", r.fedop != nil && r.sts != nil,
+			func() []row { return append(r.stepRows(o), r.floorRows(o)...) }},
+		{"4", "memory per managed pod", o.items[4], func() []row { return append(r.memoryRows(o), r.issue19MemoryRows(o)...) }},
+		{"5", "time to connect and sync 10 and 50 members", o.items[5], r.membersRows},
+		{"6", "a dead member: step overhead and goroutines", o.items[6], func() []row { return r.deadRows(o) }},
+		{"7", "discovery: a pod IP change in every member's EndpointSlices", o.items[7], r.discoveryRows},
+		{"8", "freshness: probe requests and manager CPU while idle, round trips per step", o.items[8], r.freshnessRows},
+		{"10", "manager start to first step after a SIGKILL", o.items[10], func() []row { return r.restartRows(o) }},
+		{"11", "FederationClusters upgraded at once: one pod at a time, step overhead p99, steps per second", o.items[11], r.manyRows},
+	} {
+		if it.measured {
+			rows = append(rows, it.rows()...)
+		} else {
+			rows = append(rows, notMeasured(it.item, it.what))
+		}
 	}
 	return rows
 }
