@@ -43,8 +43,7 @@ const (
 	// last quarter of the dead period may exceed the first quarter's for
 	// the count to be flat. A leak of one goroutine per failed probe (every
 	// 10 s) adds 60 in 10 minutes; a reconcile or a watch in flight at a
-	// sample adds a few. With the default --dead-duration of 3 minutes
-	// the same leak adds about 14 between the quarters.
+	// sample adds a few.
 	goroutineTolerance = 10
 	// targetDeadRatio is the most the step overhead's p50 with the member
 	// stopped may be, as a multiple of the p50 before it stopped in the

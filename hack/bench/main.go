@@ -102,9 +102,7 @@ func parseFlags() (options, error) {
 	flag.IntVar(&o.memberRounds, "members-rounds", 3, "Item 5: manager starts per number of members.")
 	flag.IntVar(&o.deadMembers, "dead-members", 10, "Item 6: the manager's members, the lab's two full clusters included; the others are apiserver-only, one of them is stopped.")
 	flag.DurationVar(&o.deadDuration, "dead-duration", 10*time.Minute,
-		"Item 6: how long the member stays SIGSTOPped while the other FederationCluster is upgraded. "+
-			"The goroutine check compares the last quarter's samples with the first's: the probes to the stopped member that wait for their "+
-			"timeouts ramp up over the first minute, so a window of 3m (run of 2026-11-23 21:27: +32) reads that ramp as growth; 10m does not (+2).")
+		"Item 6: how long the member stays SIGSTOPped while the other FederationCluster is upgraded (section 6 of the report says why 10m, not 3m).")
 	flag.IntVar(&o.replacements, "discovery-replacements", 24, "Item 7: pod replacements whose new IP is followed into every member's EndpointSlices (at least 20).")
 	flag.DurationVar(&o.idleWindow, "idle-window", 20*time.Second, "Item 8: how long each of item 5's managers is watched idle, once every member is connected.")
 	flag.IntVar(&o.restartRounds, "restart-rounds", 5, "Item 10: SIGKILLs and restarts of the manager mid-rollout, per member count.")
@@ -296,60 +294,47 @@ type phase struct {
 // phases returns the run's phases for the items asked for, in order.
 func (b *bench) phases() []phase {
 	o := b.options
-	var phases []phase
-	if o.items[1] || o.items[7] || o.items[11] {
-		phases = append(phases, phase{"wait for the manager", b.waitManager})
-	}
-	if o.items[1] {
-		phases = append(phases, phase{"step overhead, API cost (items 1, 3)", b.stepPhase})
-	}
-	if o.items[2] {
-		phases = append(phases, phase{"rollout efficiency (item 2)", b.delayPhase})
-	}
-	if o.items[1] {
-		phases = append(phases, phase{"stop the floor controller, delete its pods", b.stopFloor})
-	}
-	// Before item 4: its 20,000 pods would load the lab's members; item 7
-	// deletes its FederationCluster when done, so item 4 finds only its
-	// own pods and item 1's.
-	if o.items[7] {
-		phases = append(phases, phase{"discovery (item 7)", b.discoveryPhase})
-	}
-	// Item 11 before item 4 too, for the same reason; it deletes its
-	// FederationClusters when done.
-	if o.items[11] {
-		phases = append(phases, phase{fmt.Sprintf("%d FederationClusters upgraded at once (item 11)", o.manyFederations), b.manyPhase})
-	}
-	if o.items[4] {
-		phases = append(phases, phase{"memory (item 4)", b.memoryPhase})
-	}
-	if o.managerPID != 0 && !o.items[5] && !o.items[6] && !o.items[10] {
-		phases = append(phases, phase{"check the main manager", func(context.Context) error {
-			if !managerAlive(o.managerPID) {
-				return fmt.Errorf("the main fedop-manager (pid %d) exited during the benchmark", o.managerPID)
-			}
-			return nil
-		}})
-	}
-	if o.items[5] || o.items[6] || o.items[10] {
+	stopMain := o.items[5] || o.items[6] || o.items[10]
+	if stopMain {
 		b.managerPprof = servesPprof(o.managerBin)
-		phases = append(phases, phase{"stop the main manager, delete items 1-4's workloads", func(ctx context.Context) error {
+	}
+	checkMain := func(context.Context) error {
+		if !managerAlive(o.managerPID) {
+			return fmt.Errorf("the main fedop-manager (pid %d) exited during the benchmark", o.managerPID)
+		}
+		return nil
+	}
+	var phases []phase
+	for _, p := range []struct {
+		when bool
+		phase
+	}{
+		{o.items[1] || o.items[7] || o.items[11], phase{"wait for the manager", b.waitManager}},
+		{o.items[1], phase{"step overhead, API cost (items 1, 3)", b.stepPhase}},
+		{o.items[2], phase{"rollout efficiency (item 2)", b.delayPhase}},
+		{o.items[1], phase{"stop the floor controller, delete its pods", b.stopFloor}},
+		// Items 7 and 11 before item 4, whose 20,000 pods would load the
+		// lab's members; they delete their FederationClusters when done, so
+		// item 4 finds only its own pods and item 1's.
+		{o.items[7], phase{"discovery (item 7)", b.discoveryPhase}},
+		{o.items[11], phase{fmt.Sprintf("%d FederationClusters upgraded at once (item 11)", o.manyFederations), b.manyPhase}},
+		{o.items[4], phase{"memory (item 4)", b.memoryPhase}},
+		{o.managerPID != 0 && !stopMain, phase{"check the main manager", checkMain}},
+		{stopMain, phase{"stop the main manager, delete items 1-4's workloads", func(ctx context.Context) error {
 			if err := b.stopMainManager(ctx); err != nil {
 				return err
 			}
 			return b.clearWorkloads(ctx)
-		}})
-	}
-	if o.items[5] {
-		phases = append(phases, phase{"members (item 5)", b.membersPhase})
-	}
-	// Item 10 after item 5, whose apiserver-only members it reuses, and
-	// before item 6, which shrinks them.
-	if o.items[10] {
-		phases = append(phases, phase{"manager restart after a SIGKILL (item 10)", b.restartPhase})
-	}
-	if o.items[6] {
-		phases = append(phases, phase{"a dead member (item 6)", b.deadPhase})
+		}}},
+		{o.items[5], phase{"members (item 5)", b.membersPhase}},
+		// Item 10 after item 5, whose apiserver-only members it reuses, and
+		// before item 6, which shrinks them.
+		{o.items[10], phase{"manager restart after a SIGKILL (item 10)", b.restartPhase}},
+		{o.items[6], phase{"a dead member (item 6)", b.deadPhase}},
+	} {
+		if p.when {
+			phases = append(phases, p.phase)
+		}
 	}
 	return phases
 }

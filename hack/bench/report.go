@@ -408,26 +408,17 @@ func (r *results) markdown(o options, rows []row) string {
 		r.writeAPIDetails(&b)
 		r.writeFloorDetails(&b, o)
 	}
-	if len(r.memory) > 0 {
-		r.writeMemoryDetails(&b, o)
-	}
-	if o.items[5] {
-		r.writeMembersDetails(&b, o)
-	}
-	if o.items[6] {
-		r.writeDeadDetails(&b, o)
-	}
-	if o.items[7] {
-		r.writeDiscoveryDetails(&b)
-	}
-	if o.items[8] {
-		r.writeFreshnessDetails(&b, o)
-	}
-	if o.items[10] {
-		r.writeRestartDetails(&b, o)
-	}
-	if o.items[11] {
-		r.writeManyDetails(&b, o)
+	for _, d := range []struct {
+		when  bool
+		write func(*strings.Builder, options)
+	}{
+		{len(r.memory) > 0, r.writeMemoryDetails}, {o.items[5], r.writeMembersDetails}, {o.items[6], r.writeDeadDetails},
+		{o.items[7], r.writeDiscoveryDetails}, {o.items[8], r.writeFreshnessDetails}, {o.items[10], r.writeRestartDetails},
+		{o.items[11], r.writeManyDetails},
+	} {
+		if d.when {
+			d.write(&b, o)
+		}
 	}
 
 	if r.micro != "" {
@@ -481,14 +472,14 @@ func (r *results) writeStepDetails(b *strings.Builder, o options) {
 				fmt.Sprint(countAtLeast(s.overheads, targetP99)), fmt.Sprint(s.overlaps)))
 		}
 	}
-	b.WriteString("\nAll rounds pooled:")
+	var all []string
 	for _, ws := range sets {
 		if p := pooled(ws); len(ws) > 0 {
-			fmt.Fprintf(b, " %s p50 %s, p90 %s, p99 %s over %d steps;", ws[0].rollout.system,
-				ms(e2e.Percentile(p, 50)), ms(e2e.Percentile(p, 90)), ms(e2e.Percentile(p, 99)), len(p))
+			all = append(all, fmt.Sprintf("%s p50 %s, p90 %s, p99 %s over %d steps", ws[0].rollout.system,
+				ms(e2e.Percentile(p, 50)), ms(e2e.Percentile(p, 90)), ms(e2e.Percentile(p, 99)), len(p)))
 		}
 	}
-	b.WriteString("\n")
+	fmt.Fprintf(b, "\nAll rounds pooled: %s.\n", strings.Join(all, "; "))
 	if r.operatorSteps > 0 {
 		fmt.Fprintf(b, "The manager's own histogram (`fedop_rollout_step_overhead_seconds`) counted %.0f steps over the same rounds, mean %s. "+
 			"It measures, in the manager, from the member event that first showed the replacement Ready (or from the Ready condition's "+
