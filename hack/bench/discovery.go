@@ -489,18 +489,7 @@ func (b *bench) spareIPPools(ctx context.Context, members []string, n int) error
 	sel := unrelatedLabel + "=true"
 	for _, m := range members {
 		cs := b.members[m]
-		nodes, err := cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
-		if err != nil {
-			return err
-		}
-		names := make([]string, 0, len(nodes.Items))
-		for _, nd := range nodes.Items {
-			names = append(names, nd.Name)
-		}
-		if len(names) == 0 {
-			return fmt.Errorf("member %s has no nodes", m)
-		}
-		if err := createUnrelated(ctx, cs, names, n, 8); err != nil {
+		if err := createUnrelated(ctx, cs, n, 8); err != nil {
 			return err
 		}
 		count := func(ctx context.Context, withIP bool) int {
@@ -516,7 +505,7 @@ func (b *bench) spareIPPools(ctx context.Context, members []string, n int) error
 			}
 			return c
 		}
-		err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
 			return count(ctx, true) == n, nil
 		})
 		if err != nil {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"maps"
 	"net/url"
 	"os"
 	"os/signal"
@@ -386,7 +387,7 @@ func (b *bench) connect(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	for _, cs := range append([]kubernetes.Interface{hostCS}, mapValues(b.members)...) {
+	for _, cs := range append([]kubernetes.Interface{hostCS}, slices.Collect(maps.Values(b.members))...) {
 		if err := ensureNamespace(ctx, cs, namespace); err != nil {
 			return err
 		}
@@ -647,24 +648,13 @@ func (b *bench) memoryPhase(ctx context.Context) error {
 	b.res.memory = append(b.res.memory, p)
 
 	last := members[len(members)-1]
-	nodes, err := b.members[last].CoreV1().Nodes().List(ctx, metav1.ListOptions{})
-	if err != nil {
-		return err
-	}
-	var names []string
-	for _, n := range nodes.Items {
-		names = append(names, n.Name)
-	}
-	if len(names) == 0 {
-		return fmt.Errorf("member %s has no nodes", last)
-	}
 	uobs, err := startObserver(ctx, map[string]*rest.Config{last: b.memberCfgs[last]}, unrelatedLabel+"=true")
 	if err != nil {
 		return err
 	}
 	defer uobs.stop()
 	start := time.Now()
-	if err := createUnrelated(ctx, b.members[last], names, b.unrelated, 32); err != nil {
+	if err := createUnrelated(ctx, b.members[last], b.unrelated, 32); err != nil {
 		return err
 	}
 	b.logf("Created %d unrelated pods in %s in %s", b.unrelated, last, ms(time.Since(start)))
@@ -717,14 +707,6 @@ func (b *bench) memoryPhase(ctx context.Context) error {
 type profileResult struct {
 	p   profile
 	err error
-}
-
-func mapValues[K comparable, V any](m map[K]V) []V {
-	out := make([]V, 0, len(m))
-	for _, v := range m {
-		out = append(out, v)
-	}
-	return out
 }
 
 // ms formats d rounded to the millisecond.

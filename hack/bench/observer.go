@@ -93,16 +93,11 @@ func (o *observer) rolledOut(image string, want int) (bool, time.Time) {
 			return false, time.Time{}
 		}
 		n++
-		last = later(last, r.ReadyAt)
+		if r.ReadyAt.After(last) {
+			last = r.ReadyAt
+		}
 	}
 	return n == want, last
-}
-
-func later(a, b time.Time) time.Time {
-	if b.After(a) {
-		return b
-	}
-	return a
 }
 
 // waitRolledOut polls rolledOut every 20ms until it holds or ctx ends.

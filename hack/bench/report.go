@@ -263,11 +263,8 @@ func (r *results) stepRows(o options) []row {
 		row{"1", fmt.Sprintf("step overhead, StatefulSet (%d pods in %s; p50/p90/p99, median of %d rounds)", r.sts.pods, r.stsMember, len(r.stepSTS)),
 			fmt.Sprintf("%s / %s / %s", ms(sp50), ms(sp90), ms(sp99)), "reference", "-"},
 	)
-	ratio := 0.0
-	if sp50 > 0 {
-		ratio = float64(fp50) / float64(sp50)
-	}
-	rows = append(rows, row{"1", "ratio fedop / StatefulSet (p50)", fmt.Sprintf("%.2f", ratio), fmt.Sprintf("<= %.1f", targetRatio), metStr(sp50 > 0 && ratio <= targetRatio)})
+	x := ratio(fp50, sp50)
+	rows = append(rows, row{"1", "ratio fedop / StatefulSet (p50)", fmt.Sprintf("%.2f", x), fmt.Sprintf("<= %.1f", targetRatio), metStr(sp50 > 0 && x <= targetRatio)})
 
 	if len(r.delayFedop) == 0 {
 		rows = append(rows, notMeasured("2", "rollout efficiency"))

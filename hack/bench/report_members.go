@@ -66,13 +66,10 @@ func (r *results) deadRows(o options) []row {
 	base := d.baseline()
 	b50, b90, b99 := median(rolloutPercentiles(base, 50)), median(rolloutPercentiles(base, 90)), median(rolloutPercentiles(base, 99))
 	w50, w90, w99 := median(rolloutPercentiles(d.during, 50)), median(rolloutPercentiles(d.during, 90)), median(rolloutPercentiles(d.during, 99))
-	ratio := 0.0
-	if b50 > 0 {
-		ratio = float64(w50) / float64(b50)
-	}
+	x := ratio(w50, b50)
 	figure := fmt.Sprintf("%s / %s / %s (every member up, %d rounds before the stop and %d after: %s / %s / %s; p50 ratio %.2f)",
-		ms(w50), ms(w90), ms(w99), len(d.before), len(d.after), ms(b50), ms(b90), ms(b99), ratio)
-	ok := len(d.during) >= 2 && d.failure == "" && ratio <= targetDeadRatio
+		ms(w50), ms(w90), ms(w99), len(d.before), len(d.after), ms(b50), ms(b90), ms(b99), x)
+	ok := len(d.during) >= 2 && d.failure == "" && x <= targetDeadRatio
 	if d.failure != "" {
 		figure = fmt.Sprintf("upgrades failed after %d rounds: see section 6; ", len(d.during)) + figure
 	}
