@@ -487,40 +487,47 @@ func (b *bench) replace(ctx context.Context, key client.ObjectKey, pods *observe
 // (the first of a Go map's iteration), its old one only by chance.
 func (b *bench) spareIPPools(ctx context.Context, members []string, n int) error {
 	sel := unrelatedLabel + "=true"
+	cfgs := map[string]*rest.Config{}
 	for _, m := range members {
-		cs := b.members[m]
-		if err := createUnrelated(ctx, cs, n, 8); err != nil {
+		cfgs[m] = b.memberCfgs[m]
+	}
+	obs, err := startObserver(ctx, cfgs, sel)
+	if err != nil {
+		return err
+	}
+	defer obs.stop()
+	count := func(ok func(podRecord) bool) int {
+		c := 0
+		for _, r := range obs.records() {
+			if ok(r) {
+				c++
+			}
+		}
+		return c
+	}
+	for _, m := range members {
+		if err := createUnrelated(ctx, b.members[m], n, 8); err != nil {
 			return err
 		}
-		count := func(ctx context.Context, withIP bool) int {
-			list, err := cs.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{LabelSelector: sel})
-			if err != nil {
-				return -1 // asked again at the next poll
-			}
-			c := 0
-			for _, p := range list.Items {
-				if !withIP || p.Status.PodIP != "" {
-					c++
-				}
-			}
-			return c
-		}
-		err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-			return count(ctx, true) == n, nil
-		})
-		if err != nil {
-			return fmt.Errorf("waiting for kwok to give %d pods in %s an IP: %w", n, m, err)
-		}
-		err = cs.CoreV1().Pods(namespace).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: new(int64)}, metav1.ListOptions{LabelSelector: sel})
+	}
+	withIP := func(context.Context) (bool, error) {
+		return count(func(r podRecord) bool { return r.Live() && r.IP != "" }) == n*len(members), nil
+	}
+	if err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, withIP); err != nil {
+		return fmt.Errorf("waiting for kwok to give %d pods in each of %v an IP: %w", n, members, err)
+	}
+	for _, m := range members {
+		err := b.members[m].CoreV1().Pods(namespace).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: new(int64)},
+			metav1.ListOptions{LabelSelector: sel})
 		if err != nil {
 			return fmt.Errorf("deleting the spare IPs' pods in %s: %w", m, err)
 		}
-		err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-			return count(ctx, false) == 0, nil
-		})
-		if err != nil {
-			return fmt.Errorf("waiting for the spare IPs' pods in %s to go: %w", m, err)
-		}
+	}
+	gone := func(context.Context) (bool, error) {
+		return count(func(r podRecord) bool { return r.GoneAt.IsZero() }) == 0, nil
+	}
+	if err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, gone); err != nil {
+		return fmt.Errorf("waiting for the spare IPs' pods to go: %w", err)
 	}
 	b.logf("Gave the kwok IP pools of %v %d free addresses each", members, n)
 	return nil
