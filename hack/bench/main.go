@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -611,11 +612,9 @@ func (b *bench) memoryPhase(ctx context.Context) error {
 	perMember := perFC / int32(len(members))
 	other := b.res.fedop.pods
 
-	base, err := b.sampleMemory(ctx, "before", other, 0, 0)
-	if err != nil {
+	if err := b.sampleMemory(ctx, "before", other, 0, 0); err != nil {
 		return err
 	}
-	b.res.memory = append(b.res.memory, base)
 
 	var keys []client.ObjectKey
 	addFederations := func(total int) (time.Duration, error) {
@@ -641,11 +640,9 @@ func (b *bench) memoryPhase(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	p, err := b.sampleMemory(ctx, memLabel(b.memBase, 0), other+b.memBase, 0, took)
-	if err != nil {
+	if err := b.sampleMemory(ctx, memLabel(b.memBase, 0), other+b.memBase, 0, took); err != nil {
 		return err
 	}
-	b.res.memory = append(b.res.memory, p)
 
 	last := members[len(members)-1]
 	uobs, err := startObserver(ctx, map[string]*rest.Config{last: b.memberCfgs[last]}, unrelatedLabel+"=true")
@@ -662,37 +659,30 @@ func (b *bench) memoryPhase(ctx context.Context) error {
 	if err := wait.PollUntilContextTimeout(ctx, time.Second, 10*time.Minute, true, allReady); err != nil {
 		return fmt.Errorf("waiting for %d unrelated pods to be Ready (%d are): %w", b.unrelated, uobs.readyCount(), err)
 	}
-	p, err = b.sampleMemory(ctx, memLabel(b.memBase, b.unrelated), other+b.memBase, b.unrelated, time.Since(start))
-	if err != nil {
+	if err := b.sampleMemory(ctx, memLabel(b.memBase, b.unrelated), other+b.memBase, b.unrelated, time.Since(start)); err != nil {
 		return err
 	}
-	b.res.memory = append(b.res.memory, p)
 
-	var cpu chan profileResult
+	var cpu profile
+	var cpuErr error
+	var profiling sync.WaitGroup
 	if b.pprofURL != "" {
-		cpu = make(chan profileResult, 1)
-		go func() {
-			p, err := fetchProfile(ctx, b.pprofURL, "profile", "seconds=30", b.labDir, "cpu-memory-pods.pb.gz", "",
+		profiling.Go(func() {
+			cpu, cpuErr = fetchProfile(ctx, b.pprofURL, "profile", "seconds=30", b.labDir, "cpu-memory-pods.pb.gz", "",
 				fmt.Sprintf("CPU, the first 30 s of creating managed pods %d to %d", b.memBase, b.memTotal))
-			cpu <- profileResult{p, err}
-		}()
+		})
 	}
 	took, err = addFederations(b.memTotal)
-	if err != nil {
+	profiling.Wait()
+	if err = errors.Join(err, cpuErr); err != nil {
 		return err
 	}
-	if cpu != nil {
-		r := <-cpu
-		if r.err != nil {
-			return r.err
-		}
-		b.res.profiles = append(b.res.profiles, r.p)
+	if b.pprofURL != "" {
+		b.res.profiles = append(b.res.profiles, cpu)
 	}
-	p, err = b.sampleMemory(ctx, memLabel(b.memTotal, b.unrelated), other+b.memTotal, b.unrelated, took)
-	if err != nil {
+	if err := b.sampleMemory(ctx, memLabel(b.memTotal, b.unrelated), other+b.memTotal, b.unrelated, took); err != nil {
 		return err
 	}
-	b.res.memory = append(b.res.memory, p)
 	if b.pprofURL != "" {
 		hp, err := fetchProfile(ctx, b.pprofURL, "heap", "gc=1", b.labDir, "heap-memory-pods.pb.gz", "inuse_space",
 			fmt.Sprintf("heap in use with %d managed and %d unrelated pods", b.memTotal, b.unrelated))
@@ -702,11 +692,6 @@ func (b *bench) memoryPhase(ctx context.Context) error {
 		b.res.profiles = append(b.res.profiles, hp)
 	}
 	return nil
-}
-
-type profileResult struct {
-	p   profile
-	err error
 }
 
 // ms formats d rounded to the millisecond.

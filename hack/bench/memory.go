@@ -45,16 +45,16 @@ const (
 	memSteadyTimeout = 60 * time.Second
 )
 
-// sampleMemory waits for the manager's RSS to be steady and returns it
-// with the heap figures from its metrics.
-func (b *bench) sampleMemory(ctx context.Context, label string, managed, unrelated int, took time.Duration) (memPoint, error) {
+// sampleMemory waits for the manager's RSS to be steady and adds it to
+// the results with the heap figures from its metrics.
+func (b *bench) sampleMemory(ctx context.Context, label string, managed, unrelated int, took time.Duration) error {
 	rss, err := steadyRSS(ctx, b.managerPID)
 	if err != nil {
-		return memPoint{}, err
+		return err
 	}
 	s, err := scrapeMetrics(ctx, b.metricsURL)
 	if err != nil {
-		return memPoint{}, err
+		return err
 	}
 	p := memPoint{label: label, managed: managed, unrelated: unrelated, rss: rss, took: took}
 	p.heapLive, _ = s.sum("go_gc_heap_live_bytes", nil)
@@ -62,7 +62,8 @@ func (b *bench) sampleMemory(ctx context.Context, label string, managed, unrelat
 	p.goroutines, _ = s.sum("go_goroutines", nil)
 	p.cpu, _ = s.sum("process_cpu_seconds_total", nil)
 	b.logf("Memory %s: RSS %s, live heap %s, in-use heap %s, %0.f goroutines", label, mib(p.rss), mib(p.heapLive), mib(p.heapInuse), p.goroutines)
-	return p, nil
+	b.res.memory = append(b.res.memory, p)
+	return nil
 }
 
 // steadyRSS reads the RSS of process pid every memSampleEvery until
