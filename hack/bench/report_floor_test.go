@@ -45,18 +45,22 @@ func issue19Results(fedopStep, floorStep, fedopTotal, stsTotal time.Duration, cr
 	return r
 }
 
+// findRow returns the row of item whose measurement contains part.
+func findRow(t *testing.T, rows []row, item, part string) row {
+	t.Helper()
+	for _, r := range rows {
+		if r.item == item && strings.Contains(r.measure, part) {
+			return r
+		}
+	}
+	require.Failf(t, "no row", "item %s, %q", item, part)
+	return row{}
+}
+
 func TestIssue19Rows(t *testing.T) {
 	o := options{delay: time.Second, members: []string{"k8s-a", "k8s-b"}, perMember: 6, restartFleet: 50,
 		items: map[int]bool{1: true, 2: true, 3: true, 9: true, 10: true, 11: true}}
-	find := func(rows []row, item, part string) row {
-		for _, r := range rows {
-			if r.item == item && strings.Contains(r.measure, part) {
-				return r
-			}
-		}
-		require.Failf(t, "no row", "item %s, %q", item, part)
-		return row{}
-	}
+	find := func(rows []row, item, part string) row { return findRow(t, rows, item, part) }
 
 	good := issue19Results(12*time.Millisecond, 10*time.Millisecond, 25*time.Second, 25500*time.Millisecond, 0, time.Second, 0)
 	rows := good.rows(o)
