@@ -27,13 +27,14 @@ import (
 	"k8s.io/client-go/util/workqueue"
 )
 
-// The apiserver-only members of items 5 and 6. Fifty full clusters (etcd,
-// kube-apiserver, kube-controller-manager, kube-scheduler, kwok each) do
-// not fit two cores, and fedop's connection to a member touches nothing
-// but its API server: discovery, a list and a watch of pods and Services,
-// /readyz. So each such member is one kube-apiserver, all of them sharing
-// one etcd, each under its own --etcd-prefix and on its own port. Pods
-// created in them are stored but never scheduled: nothing runs there.
+// The apiserver-only members of items 5, 6 and 10: one kube-apiserver
+// each, all sharing one etcd under their own --etcd-prefix (section 5 of
+// the report says why). envtest's APIServer and Etcd (controller-runtime
+// v0.24) would start the processes, but do not fit: they keep the process
+// unexported (item 6 SIGSTOPs a member; section 5 reads each one's RSS and
+// CPU by pid), wait for /healthz where fedop needs /readyz, and start children without Pdeathsig, which here must die with
+// the benchmark. What is taken from libraries: certificates from
+// client-go's util/cert, polls from apimachinery's wait.
 
 // apiserverDisabledAdmission lists kube-apiserver 1.36's default admission
 // plugins except NamespaceLifecycle. Most of them need a controller or an
@@ -468,6 +469,15 @@ func (f *fleet) connectTo(m *apiMember, port int) error {
 	}
 	m.client, err = kubernetes.NewForConfig(fastConfig(m.cfg))
 	return err
+}
+
+// kubeconfigs returns the kubeconfigs of the first n members, by name.
+func (f *fleet) kubeconfigs(n int) map[string][]byte {
+	out := map[string][]byte{}
+	for _, m := range f.members[:n] {
+		out[m.name] = m.kubeconfig
+	}
+	return out
 }
 
 // shrink stops the apiservers beyond the first n.

@@ -17,12 +17,10 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/fedop-io/fedop/api/v1alpha1"
 	"github.com/fedop-io/fedop/e2e"
-	"github.com/fedop-io/fedop/member"
 )
 
 // Item 6: a dead member. A manager has ten members: the lab's two full
@@ -45,8 +43,7 @@ const (
 	// last quarter of the dead period may exceed the first quarter's for
 	// the count to be flat. A leak of one goroutine per failed probe (every
 	// 10 s) adds 60 in 10 minutes; a reconcile or a watch in flight at a
-	// sample adds a few. With the default --dead-duration of 3 minutes
-	// the same leak adds about 14 between the quarters.
+	// sample adds a few.
 	goroutineTolerance = 10
 	// targetDeadRatio is the most the step overhead's p50 with the member
 	// stopped may be, as a multiple of the p50 before it stopped in the
@@ -117,21 +114,12 @@ func (b *bench) deadPhase(ctx context.Context) error {
 	// Registration: the lab's members with the Secrets hack/lab.sh
 	// registered for the main manager, copied; the apiserver-only members
 	// with the fleet's kubeconfigs.
-	if err := b.ensureHostNamespace(ctx, deadNamespace); err != nil {
+	defer b.deleteHostNamespace(context.Background(), deadNamespace)
+	kcs, err := b.labKubeconfigs(ctx, lab)
+	if err != nil {
 		return err
 	}
-	defer b.deleteHostNamespace(context.Background(), deadNamespace)
-	kcs := map[string][]byte{}
-	for _, name := range lab {
-		var s corev1.Secret
-		if err := b.host.Get(ctx, client.ObjectKey{Namespace: member.DefaultNamespace, Name: name}, &s); err != nil {
-			return fmt.Errorf("the lab's registration of %s: %w", name, err)
-		}
-		kcs[name] = s.Data[member.KubeconfigKey]
-	}
-	for _, m := range b.fleet.members[:nAPI] {
-		kcs[m.name] = m.kubeconfig
-	}
+	maps.Copy(kcs, b.fleet.kubeconfigs(nAPI))
 	res.members = slices.Sorted(maps.Keys(kcs))
 	if err := b.registerMembers(ctx, deadNamespace, kcs); err != nil {
 		return err
@@ -151,12 +139,7 @@ func (b *bench) deadPhase(ctx context.Context) error {
 	// removes their pods (this defer runs before the manager's stop).
 	live := stepFederation("live", components, lab, int32(b.perMember), imagePrefix+"live-0")
 	deadFC := stepFederation("dead", []string{"d"}, []string{dead.name}, deadPods, imagePrefix+"dead-0")
-	cfgs := map[string]*rest.Config{}
-	for _, name := range lab {
-		cfgs[name] = b.memberCfgs[name]
-	}
-	obs, err := startObserver(ctx, cfgs, namespace,
-		labels.SelectorFromSet(labels.Set{v1alpha1.LabelManagedBy: v1alpha1.ManagedBy, v1alpha1.LabelInstance: live.Name}).String())
+	obs, err := b.observeFederation(ctx, live.Name)
 	if err != nil {
 		return err
 	}

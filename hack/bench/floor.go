@@ -40,21 +40,10 @@ const floorDescription = "The floor controller (`hack/bench/floor.go`) is a refe
 	"(it never re-checks a step before acting, never looks at other pods' health, never guards against a second controller), " +
 	"and it does not survive a restart: its progress lives only in its own goroutine."
 
-// floorController is the floor of issue 19: the least a cross-cluster,
-// one-pod-at-a-time controller can do on the lab, measured beside fedop
-// and the StatefulSet by the same observer. It is a reference, not a
-// competitor. It watches its own pods (floorLabel) in the members with
-// client-go informers; to roll them it deletes one (UID precondition),
-// recreates it under the same name with the new image when its informer
-// delivers the delete event, waits for its informer to show the
-// replacement Ready, and goes on to the next, alternating members. It has
-// no host cluster, no status, no acknowledgement before a deletion, no
-// workqueue, no retries and no safety checks (it never re-checks a step
-// before acting, never looks at other pods' health, never guards against
-// a second controller), and it does not survive a restart: its progress
-// lives only in its goroutine. Its pods are named floor-<i>, perMember of
-// them in each member, all created by it. floorDescription says the same
-// in the report.
+// floorController is the floor of issue 19, measured beside fedop and the
+// StatefulSet by the same observer: floorDescription says what it does
+// and does not do. Its pods are named floor-<i>, perMember of them in each
+// member, all created by it.
 type floorController struct {
 	members []string
 	clients map[string]kubernetes.Interface

@@ -24,7 +24,7 @@ func (b *bench) setupFloor(ctx context.Context, image, fcName string) error {
 	for _, m := range ms {
 		cfgs[m], clients[m] = b.memberCfgs[m], b.members[m]
 	}
-	obs, err := startObserver(ctx, cfgs, namespace, floorSelector())
+	obs, err := startObserver(ctx, cfgs, floorSelector())
 	if err != nil {
 		return err
 	}

@@ -7,25 +7,11 @@ import (
 	"time"
 )
 
-// Item 8: what the freshness gate costs. Before a disruptive step fedop
-// requires word from every member involved within --member-probe-period
-// (1 s by default): a /readyz probe, which the registry sends twice per
-// period to every member (member/health.go), or an event of the member's
-// caches (member/instance.go). The gate itself is Registry.State
-// (member/registry.go), which reads what the registry holds: it sends
-// nothing. So the cost is the probes, whether fedop has work or not:
-//
-//   - requests: each apiserver-only member's kube-apiserver counts the
-//     requests it serves (apiserver_request_total); over a window of each
-//     of item 5's manager starts, once every member is connected, the
-//     /readyz GETs per second of every member, and its other requests
-//     against the rate it serves with no manager connected (its own: the
-//     kube-apiserver identity Lease, its controllers' lists);
-//   - CPU: the manager's utime and stime (/proc/<pid>/stat) over the same
-//     window, with item 5's 10 and 50 members.
-//
-// That a step pays no request for the gate is item 3's figure: the reads
-// per step net of the idle probe rate, with the main manager's gate on.
+// Item 8: what the freshness gate costs: the /readyz probes each
+// apiserver-only member serves and the manager's CPU while idle, over a
+// window of each of item 5's manager starts; section 8 of the report
+// (writeFreshnessDetails) says how. That a step pays no request for the
+// gate is item 3's figure: the reads per step net of the idle probe rate.
 
 const (
 	// probePath is the non-resource path fedop's probe GETs; kube-apiserver

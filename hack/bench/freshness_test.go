@@ -110,15 +110,7 @@ func TestItems78Report(t *testing.T) {
 		},
 		baseline: idleRun{members: 50, probes: make([]float64, 50), others: []float64{0.2}},
 	}
-	find := func(rows []row, item, prefix string) row {
-		for _, r := range rows {
-			if r.item == item && strings.HasPrefix(r.measure, prefix) {
-				return r
-			}
-		}
-		t.Fatalf("no row %s %q in %+v", item, prefix, rows)
-		return row{}
-	}
+	find := func(rows []row, item, part string) row { return findRow(t, rows, item, part) }
 
 	good := &results{discovery: discovery(80*time.Millisecond, 24), members: members,
 		managerCmdline: "bin/fedop-manager --metrics-secure=false", managerProbePeriod: time.Second}
@@ -156,7 +148,7 @@ func TestItems78Report(t *testing.T) {
 	assert.Equal(t, "0.50 (1.33 raw)", gate.figure)
 	md = bad.markdown(o, rows)
 	assert.Contains(t, md, "## Targets missed")
-	assert.Contains(t, md, "Section 7 gives the latencies")
+	assert.Contains(t, md, "Section 7 gives this run's figures")
 	assert.Contains(t, md, "`Registry.State`")
 	assert.Contains(t, md, "(the lab's 2 members' probes, 2 per 1s each, make 4.000 of it)")
 }

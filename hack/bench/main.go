@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"maps"
 	"net/url"
 	"os"
 	"os/signal"
@@ -13,6 +14,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -102,9 +104,7 @@ func parseFlags() (options, error) {
 	flag.IntVar(&o.memberRounds, "members-rounds", 3, "Item 5: manager starts per number of members.")
 	flag.IntVar(&o.deadMembers, "dead-members", 10, "Item 6: the manager's members, the lab's two full clusters included; the others are apiserver-only, one of them is stopped.")
 	flag.DurationVar(&o.deadDuration, "dead-duration", 10*time.Minute,
-		"Item 6: how long the member stays SIGSTOPped while the other FederationCluster is upgraded. "+
-			"The goroutine check compares the last quarter's samples with the first's: the probes to the stopped member that wait for their "+
-			"timeouts ramp up over the first minute, so a window of 3m (run of 2026-11-23 21:27: +32) reads that ramp as growth; 10m does not (+2).")
+		"Item 6: how long the member stays SIGSTOPped while the other FederationCluster is upgraded (section 6 of the report says why 10m, not 3m).")
 	flag.IntVar(&o.replacements, "discovery-replacements", 24, "Item 7: pod replacements whose new IP is followed into every member's EndpointSlices (at least 20).")
 	flag.DurationVar(&o.idleWindow, "idle-window", 20*time.Second, "Item 8: how long each of item 5's managers is watched idle, once every member is connected.")
 	flag.IntVar(&o.restartRounds, "restart-rounds", 5, "Item 10: SIGKILLs and restarts of the manager mid-rollout, per member count.")
@@ -296,60 +296,47 @@ type phase struct {
 // phases returns the run's phases for the items asked for, in order.
 func (b *bench) phases() []phase {
 	o := b.options
-	var phases []phase
-	if o.items[1] || o.items[7] || o.items[11] {
-		phases = append(phases, phase{"wait for the manager", b.waitManager})
-	}
-	if o.items[1] {
-		phases = append(phases, phase{"step overhead, API cost (items 1, 3)", b.stepPhase})
-	}
-	if o.items[2] {
-		phases = append(phases, phase{"rollout efficiency (item 2)", b.delayPhase})
-	}
-	if o.items[1] {
-		phases = append(phases, phase{"stop the floor controller, delete its pods", b.stopFloor})
-	}
-	// Before item 4: its 20,000 pods would load the lab's members; item 7
-	// deletes its FederationCluster when done, so item 4 finds only its
-	// own pods and item 1's.
-	if o.items[7] {
-		phases = append(phases, phase{"discovery (item 7)", b.discoveryPhase})
-	}
-	// Item 11 before item 4 too, for the same reason; it deletes its
-	// FederationClusters when done.
-	if o.items[11] {
-		phases = append(phases, phase{fmt.Sprintf("%d FederationClusters upgraded at once (item 11)", o.manyFederations), b.manyPhase})
-	}
-	if o.items[4] {
-		phases = append(phases, phase{"memory (item 4)", b.memoryPhase})
-	}
-	if o.managerPID != 0 && !o.items[5] && !o.items[6] && !o.items[10] {
-		phases = append(phases, phase{"check the main manager", func(context.Context) error {
-			if !managerAlive(o.managerPID) {
-				return fmt.Errorf("the main fedop-manager (pid %d) exited during the benchmark", o.managerPID)
-			}
-			return nil
-		}})
-	}
-	if o.items[5] || o.items[6] || o.items[10] {
+	stopMain := o.items[5] || o.items[6] || o.items[10]
+	if stopMain {
 		b.managerPprof = servesPprof(o.managerBin)
-		phases = append(phases, phase{"stop the main manager, delete items 1-4's workloads", func(ctx context.Context) error {
+	}
+	checkMain := func(context.Context) error {
+		if !managerAlive(o.managerPID) {
+			return fmt.Errorf("the main fedop-manager (pid %d) exited during the benchmark", o.managerPID)
+		}
+		return nil
+	}
+	var phases []phase
+	for _, p := range []struct {
+		when bool
+		phase
+	}{
+		{o.items[1] || o.items[7] || o.items[11], phase{"wait for the manager", b.waitManager}},
+		{o.items[1], phase{"step overhead, API cost (items 1, 3)", b.stepPhase}},
+		{o.items[2], phase{"rollout efficiency (item 2)", b.delayPhase}},
+		{o.items[1], phase{"stop the floor controller, delete its pods", b.stopFloor}},
+		// Items 7 and 11 before item 4, whose 20,000 pods would load the
+		// lab's members; they delete their FederationClusters when done, so
+		// item 4 finds only its own pods and item 1's.
+		{o.items[7], phase{"discovery (item 7)", b.discoveryPhase}},
+		{o.items[11], phase{fmt.Sprintf("%d FederationClusters upgraded at once (item 11)", o.manyFederations), b.manyPhase}},
+		{o.items[4], phase{"memory (item 4)", b.memoryPhase}},
+		{o.managerPID != 0 && !stopMain, phase{"check the main manager", checkMain}},
+		{stopMain, phase{"stop the main manager, delete items 1-4's workloads", func(ctx context.Context) error {
 			if err := b.stopMainManager(ctx); err != nil {
 				return err
 			}
 			return b.clearWorkloads(ctx)
-		}})
-	}
-	if o.items[5] {
-		phases = append(phases, phase{"members (item 5)", b.membersPhase})
-	}
-	// Item 10 after item 5, whose apiserver-only members it reuses, and
-	// before item 6, which shrinks them.
-	if o.items[10] {
-		phases = append(phases, phase{"manager restart after a SIGKILL (item 10)", b.restartPhase})
-	}
-	if o.items[6] {
-		phases = append(phases, phase{"a dead member (item 6)", b.deadPhase})
+		}}},
+		{o.items[5], phase{"members (item 5)", b.membersPhase}},
+		// Item 10 after item 5, whose apiserver-only members it reuses, and
+		// before item 6, which shrinks them.
+		{o.items[10], phase{"manager restart after a SIGKILL (item 10)", b.restartPhase}},
+		{o.items[6], phase{"a dead member (item 6)", b.deadPhase}},
+	} {
+		if p.when {
+			phases = append(phases, p.phase)
+		}
 	}
 	return phases
 }
@@ -401,7 +388,7 @@ func (b *bench) connect(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	for _, cs := range append([]kubernetes.Interface{hostCS}, mapValues(b.members)...) {
+	for _, cs := range append([]kubernetes.Interface{hostCS}, slices.Collect(maps.Values(b.members))...) {
 		if err := ensureNamespace(ctx, cs, namespace); err != nil {
 			return err
 		}
@@ -461,58 +448,51 @@ func (b *bench) stepPhase(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	for r := 1; r <= b.rounds; r++ {
-		image := fmt.Sprintf("%sstep-%d", imagePrefix, r)
-		for _, s := range b.res.systems() {
-			w, err := b.measuredUpgrade(ctx, s, image, 0)
-			if err != nil {
-				return err
-			}
-			b.afterUpgrade(s, &w)
-			o := w.rollout
-			b.logf("Round %d, %s: %d deletions in %s, step overhead p50 %s p90 %s max %s, %d overlaps; manager requests: %s",
-				r, s.name, o.steps.deletions, ms(o.total()), ms(e2e.Percentile(o.steps.overheads, 50)), ms(e2e.Percentile(o.steps.overheads, 90)),
-				ms(e2e.Percentile(o.steps.overheads, 100)), o.steps.overlaps, formatRequests(w.requests))
-			for _, line := range o.steps.slow {
-				b.logf("  slow step: %s", line)
-			}
-			for _, line := range o.steps.overlapped {
-				b.logf("  overlap: %s", line)
-			}
-			switch s {
-			case b.res.fedop:
-				b.res.stepFedop = append(b.res.stepFedop, w)
-			case b.res.floor:
-				b.res.stepFloor = append(b.res.stepFloor, w)
-			default:
-				b.res.stepSTS = append(b.res.stepSTS, w)
-			}
-		}
+	got, err := b.upgradeRounds(ctx, b.rounds, "step", 0)
+	if err != nil {
+		return err
 	}
+	b.res.stepFedop, b.res.stepSTS, b.res.stepFloor = got[b.res.fedop], got[b.res.sts], got[b.res.floor]
 	opAfter, err := scrapeMetrics(ctx, b.metricsURL)
 	if err != nil {
 		return err
 	}
-	sum0, _ := opBefore.sum("fedop_rollout_step_overhead_seconds_sum", nil)
-	n0, _ := opBefore.sum("fedop_rollout_step_overhead_seconds_count", nil)
-	sum1, _ := opAfter.sum("fedop_rollout_step_overhead_seconds_sum", nil)
-	n1, _ := opAfter.sum("fedop_rollout_step_overhead_seconds_count", nil)
-	b.res.operatorSteps, b.res.operatorMean = n1-n0, 0
-	if n1 > n0 {
-		b.res.operatorMean = time.Duration((sum1 - sum0) / (n1 - n0) * float64(time.Second))
-	}
+	var n float64
+	b.res.operatorMean, n = histogramMean(opBefore, opAfter, "fedop_rollout_step_overhead_seconds", nil)
+	b.res.operatorSteps = n
 	b.res.stepPhases = nil
 	for _, phase := range stepPhaseNames {
-		match := map[string]string{"phase": phase}
-		s0, _ := opBefore.sum("fedop_rollout_step_phase_seconds_sum", match)
-		c0, _ := opBefore.sum("fedop_rollout_step_phase_seconds_count", match)
-		s1, _ := opAfter.sum("fedop_rollout_step_phase_seconds_sum", match)
-		c1, _ := opAfter.sum("fedop_rollout_step_phase_seconds_count", match)
-		if c1 > c0 {
-			b.res.stepPhases = append(b.res.stepPhases, phaseMean{phase, time.Duration((s1 - s0) / (c1 - c0) * float64(time.Second)), c1 - c0})
+		if mean, n := histogramMean(opBefore, opAfter, "fedop_rollout_step_phase_seconds", map[string]string{"phase": phase}); n > 0 {
+			b.res.stepPhases = append(b.res.stepPhases, phaseMean{phase, mean, n})
 		}
 	}
 	return nil
+}
+
+// upgradeRounds upgrades every system in turn, rounds times, every new
+// pod Ready delay after it is scheduled (0: at once), and returns each
+// system's measured upgrades.
+func (b *bench) upgradeRounds(ctx context.Context, rounds int, tag string, delay time.Duration) (map[*system][]windowResult, error) {
+	out := map[*system][]windowResult{}
+	for r := 1; r <= rounds; r++ {
+		image := fmt.Sprintf("%s%s-%d", imagePrefix, tag, r)
+		for _, s := range b.res.systems() {
+			w, err := b.measuredUpgrade(ctx, s, image, delay)
+			if err != nil {
+				return nil, err
+			}
+			b.afterUpgrade(s, &w)
+			o := w.rollout
+			b.logf("Round %d, %s, readiness delay %s: %d deletions in %s (floor N x D %s), step overhead p50 %s p90 %s max %s, %d overlaps; manager requests: %s",
+				r, s.name, delay, o.steps.deletions, ms(o.total()), time.Duration(s.pods)*delay, ms(e2e.Percentile(o.steps.overheads, 50)),
+				ms(e2e.Percentile(o.steps.overheads, 90)), ms(e2e.Percentile(o.steps.overheads, 100)), o.steps.overlaps, formatRequests(w.requests))
+			for _, line := range o.steps.overlapped {
+				b.logf("  overlap: %s", line)
+			}
+			out[s] = append(out[s], w)
+		}
+	}
+	return out, nil
 }
 
 // stepPhaseNames are the phases of fedop_rollout_step_phase_seconds, in
@@ -537,13 +517,11 @@ func (b *bench) setupSystems(ctx context.Context) error {
 	// The reference has as many pods as the federation, all in one member.
 	sts := referenceStatefulSet("ref", int32(2*2*b.perMember), image)
 
-	second := b.options.members[1]
-	fedopObs, err := startObserver(ctx, map[string]*rest.Config{first: b.memberCfgs[first], second: b.memberCfgs[second]},
-		namespace, labels.SelectorFromSet(labels.Set{v1alpha1.LabelManagedBy: v1alpha1.ManagedBy, v1alpha1.LabelInstance: fc.Name}).String())
+	fedopObs, err := b.observeFederation(ctx, fc.Name)
 	if err != nil {
 		return err
 	}
-	stsObs, err := startObserver(ctx, map[string]*rest.Config{first: b.memberCfgs[first]}, namespace,
+	stsObs, err := startObserver(ctx, map[string]*rest.Config{first: b.memberCfgs[first]},
 		labels.SelectorFromSet(sts.Spec.Selector.MatchLabels).String())
 	if err != nil {
 		return err
@@ -611,28 +589,11 @@ const eventGrace = time.Second
 // delayPhase runs item 2: the same upgrades with every new pod Ready only
 // after the readiness delay.
 func (b *bench) delayPhase(ctx context.Context) error {
-	for r := 1; r <= b.delayRounds; r++ {
-		image := fmt.Sprintf("%sdelay-%d", imagePrefix, r)
-		for _, s := range b.res.systems() {
-			w, err := b.measuredUpgrade(ctx, s, image, b.delay)
-			if err != nil {
-				return err
-			}
-			b.afterUpgrade(s, &w)
-			o := w.rollout
-			floor := time.Duration(s.pods) * b.delay
-			b.logf("Round %d, %s with readiness delay %s: %s for a floor of %s, efficiency %.3f",
-				r, s.name, b.delay, ms(o.total()), floor, float64(floor)/float64(o.total()))
-			switch s {
-			case b.res.fedop:
-				b.res.delayFedop = append(b.res.delayFedop, w)
-			case b.res.floor:
-				b.res.delayFloor = append(b.res.delayFloor, w)
-			default:
-				b.res.delaySTS = append(b.res.delaySTS, w)
-			}
-		}
+	got, err := b.upgradeRounds(ctx, b.delayRounds, "delay", b.delay)
+	if err != nil {
+		return err
 	}
+	b.res.delayFedop, b.res.delaySTS, b.res.delayFloor = got[b.res.fedop], got[b.res.sts], got[b.res.floor]
 	for _, o := range b.res.observers {
 		o.stop()
 	}
@@ -651,11 +612,9 @@ func (b *bench) memoryPhase(ctx context.Context) error {
 	perMember := perFC / int32(len(members))
 	other := b.res.fedop.pods
 
-	base, err := b.sampleMemory(ctx, "before", other, 0, 0)
-	if err != nil {
+	if err := b.sampleMemory(ctx, "before", other, 0, 0); err != nil {
 		return err
 	}
-	b.res.memory = append(b.res.memory, base)
 
 	var keys []client.ObjectKey
 	addFederations := func(total int) (time.Duration, error) {
@@ -681,31 +640,18 @@ func (b *bench) memoryPhase(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	p, err := b.sampleMemory(ctx, memLabel(b.memBase, 0), other+b.memBase, 0, took)
-	if err != nil {
+	if err := b.sampleMemory(ctx, memLabel(b.memBase, 0), other+b.memBase, 0, took); err != nil {
 		return err
 	}
-	b.res.memory = append(b.res.memory, p)
 
 	last := members[len(members)-1]
-	nodes, err := b.members[last].CoreV1().Nodes().List(ctx, metav1.ListOptions{})
-	if err != nil {
-		return err
-	}
-	var names []string
-	for _, n := range nodes.Items {
-		names = append(names, n.Name)
-	}
-	if len(names) == 0 {
-		return fmt.Errorf("member %s has no nodes", last)
-	}
-	uobs, err := startObserver(ctx, map[string]*rest.Config{last: b.memberCfgs[last]}, namespace, unrelatedLabel+"=true")
+	uobs, err := startObserver(ctx, map[string]*rest.Config{last: b.memberCfgs[last]}, unrelatedLabel+"=true")
 	if err != nil {
 		return err
 	}
 	defer uobs.stop()
 	start := time.Now()
-	if err := createUnrelated(ctx, b.members[last], names, b.unrelated, 32); err != nil {
+	if err := createUnrelated(ctx, b.members[last], b.unrelated, 32); err != nil {
 		return err
 	}
 	b.logf("Created %d unrelated pods in %s in %s", b.unrelated, last, ms(time.Since(start)))
@@ -713,37 +659,30 @@ func (b *bench) memoryPhase(ctx context.Context) error {
 	if err := wait.PollUntilContextTimeout(ctx, time.Second, 10*time.Minute, true, allReady); err != nil {
 		return fmt.Errorf("waiting for %d unrelated pods to be Ready (%d are): %w", b.unrelated, uobs.readyCount(), err)
 	}
-	p, err = b.sampleMemory(ctx, memLabel(b.memBase, b.unrelated), other+b.memBase, b.unrelated, time.Since(start))
-	if err != nil {
+	if err := b.sampleMemory(ctx, memLabel(b.memBase, b.unrelated), other+b.memBase, b.unrelated, time.Since(start)); err != nil {
 		return err
 	}
-	b.res.memory = append(b.res.memory, p)
 
-	var cpu chan profileResult
+	var cpu profile
+	var cpuErr error
+	var profiling sync.WaitGroup
 	if b.pprofURL != "" {
-		cpu = make(chan profileResult, 1)
-		go func() {
-			p, err := fetchProfile(ctx, b.pprofURL, "profile", "seconds=30", b.labDir, "cpu-memory-pods.pb.gz", "",
+		profiling.Go(func() {
+			cpu, cpuErr = fetchProfile(ctx, b.pprofURL, "profile", "seconds=30", b.labDir, "cpu-memory-pods.pb.gz", "",
 				fmt.Sprintf("CPU, the first 30 s of creating managed pods %d to %d", b.memBase, b.memTotal))
-			cpu <- profileResult{p, err}
-		}()
+		})
 	}
 	took, err = addFederations(b.memTotal)
-	if err != nil {
+	profiling.Wait()
+	if err = errors.Join(err, cpuErr); err != nil {
 		return err
 	}
-	if cpu != nil {
-		r := <-cpu
-		if r.err != nil {
-			return r.err
-		}
-		b.res.profiles = append(b.res.profiles, r.p)
+	if b.pprofURL != "" {
+		b.res.profiles = append(b.res.profiles, cpu)
 	}
-	p, err = b.sampleMemory(ctx, memLabel(b.memTotal, b.unrelated), other+b.memTotal, b.unrelated, took)
-	if err != nil {
+	if err := b.sampleMemory(ctx, memLabel(b.memTotal, b.unrelated), other+b.memTotal, b.unrelated, took); err != nil {
 		return err
 	}
-	b.res.memory = append(b.res.memory, p)
 	if b.pprofURL != "" {
 		hp, err := fetchProfile(ctx, b.pprofURL, "heap", "gc=1", b.labDir, "heap-memory-pods.pb.gz", "inuse_space",
 			fmt.Sprintf("heap in use with %d managed and %d unrelated pods", b.memTotal, b.unrelated))
@@ -753,19 +692,6 @@ func (b *bench) memoryPhase(ctx context.Context) error {
 		b.res.profiles = append(b.res.profiles, hp)
 	}
 	return nil
-}
-
-type profileResult struct {
-	p   profile
-	err error
-}
-
-func mapValues[K comparable, V any](m map[K]V) []V {
-	out := make([]V, 0, len(m))
-	for _, v := range m {
-		out = append(out, v)
-	}
-	return out
 }
 
 // ms formats d rounded to the millisecond.

@@ -11,7 +11,6 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/fedop-io/fedop/api/v1alpha1"
@@ -71,11 +70,7 @@ func manyFederation(name string, members []string, image string) *v1alpha1.Feder
 // manyPhase runs item 11.
 func (b *bench) manyPhase(ctx context.Context) error {
 	lab := b.options.members[:2]
-	cfgs := map[string]*rest.Config{}
-	for _, name := range lab {
-		cfgs[name] = b.memberCfgs[name]
-	}
-	obs, err := startObserver(ctx, cfgs, namespace, labels.SelectorFromSet(labels.Set{manyLabel: manyValue}).String())
+	obs, err := startObserver(ctx, b.labConfigs(), labels.SelectorFromSet(labels.Set{manyLabel: manyValue}).String())
 	if err != nil {
 		return err
 	}

@@ -188,9 +188,13 @@ func waitConnected(ctx context.Context, m *managerRun, names []string) (connectR
 }
 
 // registerMembers creates (or updates) the registration Secret of each
-// member in namespace ns of the host: labelled, kubeconfig in data key
-// kubeconfig, as hack/register-member.sh writes them.
+// member in namespace ns of the host, created if need be: labelled,
+// kubeconfig in data key kubeconfig, as hack/register-member.sh writes
+// them.
 func (b *bench) registerMembers(ctx context.Context, ns string, kubeconfigs map[string][]byte) error {
+	if err := b.ensureHostNamespace(ctx, ns); err != nil {
+		return err
+	}
 	for _, name := range slices.Sorted(maps.Keys(kubeconfigs)) {
 		s := &corev1.Secret{
 			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: map[string]string{member.LabelMemberCluster: "true"}},
@@ -205,6 +209,20 @@ func (b *bench) registerMembers(ctx context.Context, ns string, kubeconfigs map[
 		}
 	}
 	return nil
+}
+
+// labKubeconfigs returns the kubeconfigs hack/lab.sh registered for the
+// lab's members names in the main manager's namespace.
+func (b *bench) labKubeconfigs(ctx context.Context, names []string) (map[string][]byte, error) {
+	kcs := map[string][]byte{}
+	for _, name := range names {
+		var s corev1.Secret
+		if err := b.host.Get(ctx, client.ObjectKey{Namespace: member.DefaultNamespace, Name: name}, &s); err != nil {
+			return nil, fmt.Errorf("the lab's registration of %s: %w", name, err)
+		}
+		kcs[name] = s.Data[member.KubeconfigKey]
+	}
+	return kcs, nil
 }
 
 // ensureHostNamespace creates namespace ns on the host unless it exists.
@@ -249,9 +267,6 @@ func (b *bench) membersPhase(ctx context.Context) error {
 	if err := b.ensureFleet(ctx); err != nil {
 		return err
 	}
-	if err := b.ensureHostNamespace(ctx, membersNamespace); err != nil {
-		return err
-	}
 	defer b.deleteHostNamespace(context.Background(), membersNamespace)
 	res := &b.res.members
 	for i, n := range b.memberSizes {
@@ -266,11 +281,7 @@ func (b *bench) membersPhase(ctx context.Context) error {
 			}
 			break
 		}
-		kcs := map[string][]byte{}
-		for _, m := range b.fleet.members[:n] {
-			kcs[m.name] = m.kubeconfig
-		}
-		if err := b.registerMembers(ctx, membersNamespace, kcs); err != nil {
+		if err := b.registerMembers(ctx, membersNamespace, b.fleet.kubeconfigs(n)); err != nil {
 			return err
 		}
 		for r := 1; r <= b.memberRounds; r++ {

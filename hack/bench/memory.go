@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -44,16 +45,16 @@ const (
 	memSteadyTimeout = 60 * time.Second
 )
 
-// sampleMemory waits for the manager's RSS to be steady and returns it
-// with the heap figures from its metrics.
-func (b *bench) sampleMemory(ctx context.Context, label string, managed, unrelated int, took time.Duration) (memPoint, error) {
+// sampleMemory waits for the manager's RSS to be steady and adds it to
+// the results with the heap figures from its metrics.
+func (b *bench) sampleMemory(ctx context.Context, label string, managed, unrelated int, took time.Duration) error {
 	rss, err := steadyRSS(ctx, b.managerPID)
 	if err != nil {
-		return memPoint{}, err
+		return err
 	}
 	s, err := scrapeMetrics(ctx, b.metricsURL)
 	if err != nil {
-		return memPoint{}, err
+		return err
 	}
 	p := memPoint{label: label, managed: managed, unrelated: unrelated, rss: rss, took: took}
 	p.heapLive, _ = s.sum("go_gc_heap_live_bytes", nil)
@@ -61,7 +62,8 @@ func (b *bench) sampleMemory(ctx context.Context, label string, managed, unrelat
 	p.goroutines, _ = s.sum("go_goroutines", nil)
 	p.cpu, _ = s.sum("process_cpu_seconds_total", nil)
 	b.logf("Memory %s: RSS %s, live heap %s, in-use heap %s, %0.f goroutines", label, mib(p.rss), mib(p.heapLive), mib(p.heapInuse), p.goroutines)
-	return p, nil
+	b.res.memory = append(b.res.memory, p)
+	return nil
 }
 
 // steadyRSS reads the RSS of process pid every memSampleEvery until
@@ -143,10 +145,17 @@ const unrelatedLabel = "bench.fedop.io/unrelated"
 
 // createUnrelated creates n pods without any of fedop's labels in member
 // cs, in the benchmark's namespace (fedop's own pods live there too), bound
-// round-robin to nodes by spec.nodeName: the scheduler's throughput is not
-// what this measures. Requests run on workers goroutines; the first error
-// (or ctx's end) stops them and is returned.
-func createUnrelated(ctx context.Context, cs kubernetes.Interface, nodes []string, n, workers int) error {
+// round-robin to its nodes by spec.nodeName: the scheduler's throughput is
+// not what this measures. Requests run on workers goroutines; the first
+// error (or ctx's end) stops them and is returned.
+func createUnrelated(ctx context.Context, cs kubernetes.Interface, n, workers int) error {
+	list, err := cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return err
+	}
+	if len(list.Items) == 0 {
+		return errors.New("the member has no nodes")
+	}
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	workqueue.ParallelizeUntil(ctx, workers, n, func(i int) {
@@ -154,7 +163,7 @@ func createUnrelated(ctx context.Context, cs kubernetes.Interface, nodes []strin
 			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("unrelated-%05d", i), Namespace: namespace, Labels: map[string]string{unrelatedLabel: "true"}},
 			Spec:       podTemplate(nil, "unrelated", imagePrefix+"unrelated").Spec,
 		}
-		pod.Spec.NodeName = nodes[i%len(nodes)]
+		pod.Spec.NodeName = list.Items[i%len(list.Items)].Name
 		if _, err := cs.CoreV1().Pods(namespace).Create(ctx, pod, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 			cancel(fmt.Errorf("creating pod %s: %w", pod.Name, err)) // the first error stops the rest
 		}

@@ -107,6 +107,19 @@ func (s scrape) sum(name string, match map[string]string) (float64, bool) {
 	return total, found
 }
 
+// histogramMean returns the mean of histogram name's observations between
+// two scrapes, and their count, over the series matching match.
+func histogramMean(before, after scrape, name string, match map[string]string) (time.Duration, float64) {
+	s0, _ := before.sum(name+"_sum", match)
+	c0, _ := before.sum(name+"_count", match)
+	s1, _ := after.sum(name+"_sum", match)
+	c1, _ := after.sum(name+"_count", match)
+	if c1 <= c0 {
+		return 0, 0
+	}
+	return time.Duration((s1 - s0) / (c1 - c0) * float64(time.Second)), c1 - c0
+}
+
 // reqKey is one series of client-go's rest_client_requests_total, with the
 // API server's address replaced by the cluster's name.
 type reqKey struct {

@@ -5,9 +5,11 @@ import (
 	"fmt"
 	"time"
 
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
 
+	"github.com/fedop-io/fedop/api/v1alpha1"
 	"github.com/fedop-io/fedop/internal/podwatch"
 )
 
@@ -21,17 +23,33 @@ type podRecord = podwatch.Record
 // nor its metrics, nor the StatefulSet's status.
 type observer struct{ *podwatch.Observer }
 
-// startObserver starts an observer of the pods matching selector in
-// namespace ns of every cluster in clusters (name to config), and returns
-// once each watch has listed what exists.
-//
-//nolint:unparam // The namespace is the caller's to choose; today every caller watches the benchmark's.
-func startObserver(ctx context.Context, clusters map[string]*rest.Config, ns, selector string) (*observer, error) {
-	o, err := podwatch.StartObserver(ctx, podwatch.Options{Members: fastConfigs(clusters), Namespace: ns, Selector: func(string) string { return selector }})
+// startObserver starts an observer of the pods matching selector in the
+// benchmark's namespace of every cluster in clusters (name to config), and
+// returns once each watch has listed what exists.
+func startObserver(ctx context.Context, clusters map[string]*rest.Config, selector string) (*observer, error) {
+	opts := podwatch.Options{Members: fastConfigs(clusters), Namespace: namespace, Selector: func(string) string { return selector }}
+	o, err := podwatch.StartObserver(ctx, opts)
 	if err != nil {
 		return nil, fmt.Errorf("observer: %w", err)
 	}
 	return &observer{o}, nil
+}
+
+// labConfigs returns the REST configs of the lab's first two members, by
+// name: where items 1, 2, 6, 7, 10 and 11 run their workloads.
+func (b *bench) labConfigs() map[string]*rest.Config {
+	out := map[string]*rest.Config{}
+	for _, m := range b.options.members[:2] {
+		out[m] = b.memberCfgs[m]
+	}
+	return out
+}
+
+// observeFederation starts an observer of the pods of FederationCluster
+// name in the lab's first two members.
+func (b *bench) observeFederation(ctx context.Context, name string) (*observer, error) {
+	sel := labels.SelectorFromSet(labels.Set{v1alpha1.LabelManagedBy: v1alpha1.ManagedBy, v1alpha1.LabelInstance: name})
+	return startObserver(ctx, b.labConfigs(), sel.String())
 }
 
 // stop ends the observer's watches and waits for them.
@@ -75,16 +93,11 @@ func (o *observer) rolledOut(image string, want int) (bool, time.Time) {
 			return false, time.Time{}
 		}
 		n++
-		last = later(last, r.ReadyAt)
+		if r.ReadyAt.After(last) {
+			last = r.ReadyAt
+		}
 	}
 	return n == want, last
-}
-
-func later(a, b time.Time) time.Time {
-	if b.After(a) {
-		return b
-	}
-	return a
 }
 
 // waitRolledOut polls rolledOut every 20ms until it holds or ctx ends.

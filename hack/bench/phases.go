@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/fedop-io/fedop/api/v1alpha1"
+	"github.com/fedop-io/fedop/internal/podwatch"
 )
 
 // stepTimes is one step of a rollout as the observer saw it: the times
@@ -21,35 +22,11 @@ type stepTimes struct {
 	deletion, gone, created, scheduled, ready time.Duration
 }
 
-// replacementOf returns the replacement of deleted instance prev in recs:
-// the first instance seen since prev's deletion with the same cluster and
-// name (fedop, the StatefulSet and the floor controller keep a pod's name),
-// or nil.
+// replacementOf returns the replacement of deleted instance prev in recs
+// with no bound in time (podwatch.Replacement), or nil: fedop, the
+// StatefulSet and the floor controller keep a pod's name.
 func replacementOf(recs []podRecord, prev podRecord) *podRecord {
-	var repl *podRecord
-	for j := range recs {
-		r := &recs[j]
-		if r.Member != prev.Member || r.Name != prev.Name || r.UID == prev.UID || r.FirstSeen.Before(prev.DeletedAt) {
-			continue
-		}
-		if repl == nil || r.FirstSeen.Before(repl.FirstSeen) {
-			repl = r
-		}
-	}
-	return repl
-}
-
-// deletedSince returns the instances of recs whose deletion was seen at or
-// after start, in the order seen.
-func deletedSince(recs []podRecord, start time.Time) []podRecord {
-	var out []podRecord
-	for _, r := range recs {
-		if !r.DeletedAt.IsZero() && !r.DeletedAt.Before(start) {
-			out = append(out, r)
-		}
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].DeletedAt.Before(out[j].DeletedAt) })
-	return out
+	return podwatch.Replacement(recs, prev, time.Unix(1<<40, 0))
 }
 
 // computePhases returns the steps of the rollout that started at start
@@ -57,7 +34,7 @@ func deletedSince(recs []podRecord, start time.Time) []podRecord {
 // steps were left out because the previous replacement was not seen Ready
 // before the deletion (an overlap, as computeSteps counts them).
 func computePhases(recs []podRecord, start time.Time) (steps []stepTimes, skipped int) {
-	deleted := deletedSince(recs, start)
+	deleted := podwatch.Deletions(recs, start)
 	since := func(anchor, t time.Time) time.Duration {
 		if t.IsZero() {
 			return -1
@@ -155,7 +132,7 @@ type unavailability struct {
 // that was not one pod at a time, as the observer saw it.
 func oneAtATimeViolations(recs []podRecord, start time.Time) []unavailability {
 	byGroup := map[string][]unavailability{}
-	for _, r := range deletedSince(recs, start) {
+	for _, r := range podwatch.Deletions(recs, start) {
 		u := unavailability{group: r.Labels[v1alpha1.LabelInstance], pod: r.Member + "/" + r.Name, start: r.DeletedAt}
 		if repl := replacementOf(recs, r); repl != nil {
 			u.end = repl.ReadyAt
@@ -164,7 +141,7 @@ func oneAtATimeViolations(recs []podRecord, start time.Time) []unavailability {
 	}
 	var out []unavailability
 	for _, us := range byGroup {
-		// us is in deletion order (deletedSince sorts).
+		// us is in deletion order (podwatch.Deletions sorts).
 		var busyUntil time.Time
 		forever := false
 		for i, u := range us {

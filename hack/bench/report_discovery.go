@@ -45,7 +45,7 @@ func (r *results) discoveryRows() []row {
 	}
 }
 
-func (r *results) writeDiscoveryDetails(b *strings.Builder) {
+func (r *results) writeDiscoveryDetails(b *strings.Builder, _ options) {
 	d := &r.discovery
 	b.WriteString("\n## 7. Discovery\n\n")
 	fmt.Fprintf(b, "fedop writes, in every member that hosts a component, the EndpointSlices of the component's headless Service, listing its pods of every member "+

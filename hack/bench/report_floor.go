@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"strings"
 	"time"
-
-	"github.com/fedop-io/fedop/e2e"
 )
 
 // Targets of issue 19 (Performance) measured beside items 1 and 2.
@@ -80,41 +78,8 @@ func (r *results) writeFloorDetails(b *strings.Builder, o options) {
 	b.WriteString("\n## 1-2. The floor controller\n\n")
 	b.WriteString(floorDescription + "\n\n")
 	fmt.Fprintf(b, "Its %d pods (%d in each of %s) roll in the same run as fedop's and the StatefulSet's, their upgrades taking turns "+
-		"(fedop, StatefulSet, floor in each round), watched by an observer built as theirs. Readiness immediate (item 1):\n\n",
+		"(fedop, StatefulSet, floor in each round), watched by an observer built as theirs; sections 1 and 2 give its rounds beside theirs.\n",
 		r.floor.pods, r.floor.pods/2, strings.Join(o.members[:2], " and "))
-	b.WriteString(mdHead("round", "system", "rollout", "steps", "p50", "p90", "p99", "max", "overlaps"))
-	for i := range r.stepFloor {
-		for _, ws := range [][]windowResult{r.stepFedop, r.stepSTS, r.stepFloor} {
-			if i >= len(ws) {
-				continue
-			}
-			w := ws[i]
-			s := w.rollout.steps
-			b.WriteString(mdRow(fmt.Sprint(i+1), w.rollout.system, ms(w.rollout.total()), fmt.Sprint(len(s.overheads)),
-				ms(e2e.Percentile(s.overheads, 50)), ms(e2e.Percentile(s.overheads, 90)), ms(e2e.Percentile(s.overheads, 99)),
-				ms(e2e.Percentile(s.overheads, 100)), fmt.Sprint(s.overlaps)))
-		}
-	}
-	lp := pooled(r.stepFloor)
-	fmt.Fprintf(b, "\nAll rounds pooled: floor controller p50 %s, p90 %s, p99 %s over %d steps.\n",
-		ms(e2e.Percentile(lp, 50)), ms(e2e.Percentile(lp, 90)), ms(e2e.Percentile(lp, 99)), len(lp))
-	if len(r.delayFloor) > 0 {
-		fmt.Fprintf(b, "\nWith the readiness delay D = %s (item 2):\n\n", o.delay)
-		b.WriteString(mdHead("round", "system", "total", "floor N x D", "efficiency"))
-		for i := range r.delayFloor {
-			for _, x := range []struct {
-				ws   []windowResult
-				pods int
-			}{{r.delayFedop, r.fedop.pods}, {r.delaySTS, r.sts.pods}, {r.delayFloor, r.floor.pods}} {
-				if i >= len(x.ws) {
-					continue
-				}
-				w := x.ws[i]
-				nd := time.Duration(x.pods) * o.delay
-				b.WriteString(mdRow(fmt.Sprint(i+1), w.rollout.system, ms(w.rollout.total()), nd.String(), fmt.Sprintf("%.3f", float64(nd)/float64(w.rollout.total()))))
-			}
-		}
-	}
 	r.writePhases(b, o)
 	r.writeCriticalWrites(b)
 }
@@ -184,29 +149,4 @@ func (r *results) issue19MemoryRows(o options) []row {
 	perPod := (full.rss - unrel.rss) / float64(o.memTotal-o.memBase)
 	return []row{{"4", "RSS per managed pod, issue 19's target (the row above's figure)", fmt.Sprintf("%.2f KiB", perPod/1024),
 		"<= 4 KiB", metStr(perPod <= targetBytesPerPod19)}}
-}
-
-// issue19Row reports whether rw is one of issue 19's rows.
-func issue19Row(rw row) bool {
-	return rw.item == "9" || rw.item == "10" || rw.item == "11" || strings.Contains(rw.measure, "floor") || strings.Contains(rw.measure, "issue 19")
-}
-
-// writeIssue19Missed explains a missed target of issue 19 by pointing at
-// the run's own evidence.
-func writeIssue19Missed(b *strings.Builder, rw row) {
-	switch rw.item {
-	case "9":
-		b.WriteString("Section 9 gives the writes of each round inside and outside the critical windows; " +
-			"section 2 (where a step's time goes) shows how long those windows are.\n")
-	case "10":
-		b.WriteString("Section 10 gives every restart: the time to every member connected beside the time to the first step, " +
-			"and whether the killed manager had left a replacement to create.\n")
-	case "11":
-		b.WriteString("Section 11 gives each round's step overheads and names every violation.\n")
-	case "4":
-		b.WriteString("Section 4 gives the live heap beside RSS, and the heap profile when the manager serves one.\n")
-	default:
-		b.WriteString("Section 2 (where a step's time goes) splits the steps of fedop, the StatefulSet and the floor controller into their parts, " +
-			"and section 9 counts the host writes inside each step's critical window.\n")
-	}
 }

@@ -10,15 +10,11 @@ import (
 	"syscall"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/fedop-io/fedop/api/v1alpha1"
 	"github.com/fedop-io/fedop/e2e"
-	"github.com/fedop-io/fedop/member"
+	"github.com/fedop-io/fedop/internal/podwatch"
 )
 
 // Item 10: manager start to the first step after a SIGKILL. A manager of
@@ -83,26 +79,9 @@ func (r *restartResult) byMembers(n int) []time.Duration {
 	return out
 }
 
-// labKubeconfigs returns the kubeconfigs hack/lab.sh registered for the
-// lab's members in the main manager's namespace.
-func (b *bench) labKubeconfigs(ctx context.Context, names []string) (map[string][]byte, error) {
-	kcs := map[string][]byte{}
-	for _, name := range names {
-		var s corev1.Secret
-		if err := b.host.Get(ctx, client.ObjectKey{Namespace: member.DefaultNamespace, Name: name}, &s); err != nil {
-			return nil, fmt.Errorf("the lab's registration of %s: %w", name, err)
-		}
-		kcs[name] = s.Data[member.KubeconfigKey]
-	}
-	return kcs, nil
-}
-
 // restartPhase runs item 10.
 func (b *bench) restartPhase(ctx context.Context) error {
 	lab := b.options.members[:2]
-	if err := b.ensureHostNamespace(ctx, restartNamespace); err != nil {
-		return err
-	}
 	defer b.deleteHostNamespace(context.Background(), restartNamespace)
 	kcs, err := b.labKubeconfigs(ctx, lab)
 	if err != nil {
@@ -112,12 +91,7 @@ func (b *bench) restartPhase(ctx context.Context) error {
 		return err
 	}
 	fc := stepFederation("restart", components, lab, int32(b.perMember), imagePrefix+"restart-0")
-	cfgs := map[string]*rest.Config{}
-	for _, name := range lab {
-		cfgs[name] = b.memberCfgs[name]
-	}
-	obs, err := startObserver(ctx, cfgs, namespace,
-		labels.SelectorFromSet(labels.Set{v1alpha1.LabelManagedBy: v1alpha1.ManagedBy, v1alpha1.LabelInstance: fc.Name}).String())
+	obs, err := b.observeFederation(ctx, fc.Name)
 	if err != nil {
 		return err
 	}
@@ -163,10 +137,7 @@ func (b *bench) restartPhase(ctx context.Context) error {
 				b.logf("Item 10 with %d apiserver-only members not measured: %v", extra, err)
 				break
 			}
-			fkcs := map[string][]byte{}
-			for _, fm := range b.fleet.members[:extra] {
-				fkcs[fm.name] = fm.kubeconfig
-			}
+			fkcs := b.fleet.kubeconfigs(extra)
 			if err := b.registerMembers(ctx, restartNamespace, fkcs); err != nil {
 				return err
 			}
@@ -211,7 +182,7 @@ func (b *bench) killAndRestart(ctx context.Context, sys *system, m *managerRun, 
 		return run, nil, err
 	}
 	err := wait.PollUntilContextCancel(ctx, restartPoll, true, func(context.Context) (bool, error) {
-		return len(deletedSince(sys.obs.records(), start)) >= restartAfter, nil
+		return len(podwatch.Deletions(sys.obs.records(), start)) >= restartAfter, nil
 	})
 	if err != nil {
 		return run, nil, fmt.Errorf("waiting for %d deletions: %w", restartAfter, err)
@@ -225,7 +196,7 @@ func (b *bench) killAndRestart(ctx context.Context, sys *system, m *managerRun, 
 		return run, nil, ctx.Err()
 	}
 	recs := sys.obs.records()
-	deleted := deletedSince(recs, start)
+	deleted := podwatch.Deletions(recs, start)
 	run.killedAt = len(deleted)
 	last := deleted[len(deleted)-1]
 	if repl := replacementOf(recs, last); repl == nil {
@@ -242,7 +213,7 @@ func (b *bench) killAndRestart(ctx context.Context, sys *system, m *managerRun, 
 	}()
 	var first podRecord
 	err = wait.PollUntilContextCancel(ctx, restartPoll, true, func(context.Context) (bool, error) {
-		d := deletedSince(sys.obs.records(), next.started)
+		d := podwatch.Deletions(sys.obs.records(), next.started)
 		if len(d) == 0 {
 			return false, nil
 		}

@@ -23,14 +23,9 @@ type stepStats struct {
 	// replacement was seen Ready at all).
 	overlaps    int
 	overlapGaps []time.Duration
-	// slow lists the steps whose overhead reached slowStep, and
-	// overlapped the overlaps, for the log.
-	slow, overlapped []string
+	// overlapped describes the overlaps, for the log.
+	overlapped []string
 }
-
-// slowStep is the overhead from which computeSteps names a step in
-// stepStats.slow: the p99 target.
-const slowStep = 150 * time.Millisecond
 
 // computeSteps derives the steps of the rollout that started at start from
 // recs (podwatch.Steps). Only a step whose previous replacement was seen
@@ -56,10 +51,6 @@ func computeSteps(recs []podRecord, start time.Time) stepStats {
 			continue
 		}
 		st.overheads = append(st.overheads, s.Overhead)
-		if s.Overhead >= slowStep {
-			st.slow = append(st.slow, fmt.Sprintf("%s/%s Ready at %s, then %s/%s deleted at %s (%s)",
-				repl.Member, repl.Name, clock(repl.ReadyAt), next.Member, next.Name, clock(next.DeletedAt), s.Overhead.Round(time.Millisecond)))
-		}
 	}
 	return st
 }
