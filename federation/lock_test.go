@@ -102,7 +102,7 @@ type harness struct {
 	statusWrites int
 	// onDelete, when set, runs as each deletion reaches the member.
 	onDelete func()
-	clock        *clocktesting.FakeClock
+	clock    *clocktesting.FakeClock
 }
 
 func newHarness(t *testing.T, fc *v1alpha1.FederationCluster, statusErr error, pods ...client.Object) *harness {
