@@ -26,28 +26,22 @@ import (
 // by the registry's probes.
 const memberWriteTimeout = 10 * time.Second
 
-// silentMemberWriteTimeout bounds a discovery write to a member that is
-// connected but has not answered within the freshness bound (discovery.go).
-const silentMemberWriteTimeout = time.Second
-
 // act carries out plan in the members, after the status write recorded it
 // or on the acknowledgement status already held (preAcknowledged; prev is
 // the operation status held before: a completed step is counted in it):
-// the one disruptive deletion first, then the creations in members whose
-// cache shows the component's Service and slices in place already
-// (discoveryInPlace), then headless Services and their EndpointSlices
-// (pods find each other through them: discovery.go), then the claims,
-// then the other planned creations, then the failed pods' deletions
-// (repairs). The deletion goes first because the planner has just checked
-// it against the caches and it is the step's critical path; what discovery
-// writes then (readiness flags, new IPs) does not decide whether a peer
-// can be resolved, since the Services publish not-ready addresses; the
-// creations still wait for it. Creations and deletions are recorded as
-// expectations, so a reconcile that runs before the caches catch up waits
-// rather than writing again. Each member write has its own deadline, so a
-// member that stopped answering costs its own writes only. What failed is
-// kept for the next status (actIssues) and returned, for a rate-limited
-// retry.
+// the one disruptive deletion first, then the creations of components
+// without claims, then the claims, then the creations of components with
+// claims, then the failed pods' deletions (repairs). A pod is created in a
+// member only where its component's headless Service and EndpointSlices
+// are in place already (discoveryInPlace), so that it finds its peers at
+// once; the discovery controller writes them (reconcileDiscovery), and
+// their creation wakes this controller. The deletion goes first because
+// the planner has just checked it against the caches and it is the step's
+// critical path. Creations and deletions are recorded as expectations, so
+// a reconcile that runs before the caches catch up waits rather than
+// writing again. Each member write has its own deadline, so a member that
+// stopped answering costs its own writes only. What failed is kept for the
+// next status (actIssues) and returned, for a rate-limited retry.
 func (r *Reconciler) act(
 	ctx context.Context, fc *v1alpha1.FederationCluster, obs *observation, plan rollout.Plan, prev v1alpha1.OperationType, times *stepTimes,
 ) error {
@@ -86,32 +80,22 @@ func (r *Reconciler) act(
 			r.expectations.expectCreate(key, ref, obs.now)
 		}
 	}
-	// A component's pods are created in a member only once its Service
-	// and EndpointSlices are in place there (discovery.go), and its claims.
-	// Where the cache shows them in place already, and the pod has no
-	// claims to wait for, the creation goes first: a step's replacement
-	// then does not wait for the slice writes its predecessor's deletion
-	// calls for.
-	early := obs.discoveryInPlace(fc)
 	var later []rollout.PodRef
 	for _, ref := range plan.Create {
-		if early.has(ref.Member, ref.Component) {
-			create(ref)
-		} else {
+		switch {
+		case !obs.discoveryInPlace(fc, ref.Member, ref.Component):
+			// Planned again once the discovery controller's slices are
+			// in place.
+		case obs.hasClaims(ref.Component):
 			later = append(later, ref)
+		default:
+			create(ref)
 		}
-	}
-	inPlace, discoveryErrs := r.syncDiscovery(ctx, fc, obs)
-	for _, err := range discoveryErrs {
-		failed(err)
 	}
 	for _, err := range r.syncClaims(ctx, fc, obs, plan) {
 		failed(err)
 	}
 	for _, ref := range later {
-		if !inPlace.has(ref.Member, ref.Component) {
-			continue // the failed write is reported above and retried
-		}
 		create(ref)
 	}
 	for _, ref := range plan.Replace {
@@ -230,17 +214,20 @@ type actIssues struct {
 	taken, failed []string
 }
 
-// issueStore keeps, per FederationCluster, the issues of the last act, and
-// what has had its Event.
+// issueStore keeps, per FederationCluster, the issues of the last act and
+// of the last discovery reconcile, and what has had its Event.
 type issueStore struct {
-	// mu guards byFC and reported.
-	mu       sync.Mutex
-	byFC     map[client.ObjectKey]actIssues
-	reported map[client.ObjectKey]map[string]bool
+	// mu guards byFC, discovery and reported.
+	mu        sync.Mutex
+	byFC      map[client.ObjectKey]actIssues
+	discovery map[client.ObjectKey][]string
+	reported  map[client.ObjectKey]map[string]bool
 }
 
 func newIssueStore() *issueStore {
-	return &issueStore{byFC: map[client.ObjectKey]actIssues{}, reported: map[client.ObjectKey]map[string]bool{}}
+	return &issueStore{
+		byFC: map[client.ObjectKey]actIssues{}, discovery: map[client.ObjectKey][]string{}, reported: map[client.ObjectKey]map[string]bool{},
+	}
 }
 
 // firstTime reports whether msg is new for fc, noting it.
@@ -254,6 +241,22 @@ func (n *issueStore) firstTime(fc client.ObjectKey, msg string) bool {
 		return false
 	}
 	n.reported[fc][msg] = true
+	return true
+}
+
+// setDiscovery replaces fc's discovery issues (the discovery controller's
+// failed writes) with msgs, and reports whether they changed.
+func (n *issueStore) setDiscovery(fc client.ObjectKey, msgs []string) bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if slices.Equal(n.discovery[fc], msgs) {
+		return false
+	}
+	if len(msgs) == 0 {
+		delete(n.discovery, fc)
+	} else {
+		n.discovery[fc] = msgs
+	}
 	return true
 }
 
@@ -276,11 +279,14 @@ func (n *issueStore) get(fc client.ObjectKey) actIssues {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	i := n.byFC[fc]
-	return actIssues{taken: slices.Clone(i.taken), failed: slices.Clone(i.failed)}
+	return actIssues{taken: slices.Clone(i.taken), failed: slices.Concat(i.failed, n.discovery[fc])}
 }
 
 // forget drops fc.
-func (n *issueStore) forget(fc client.ObjectKey) { n.set(fc, actIssues{}) }
+func (n *issueStore) forget(fc client.ObjectKey) {
+	n.set(fc, actIssues{})
+	n.setDiscovery(fc, nil)
+}
 
 // ensureClaim creates the claim of template vct for pod unless it exists:
 // whoever's it is, the pod mounts it (a claim made beforehand, for a

@@ -21,6 +21,9 @@ import (
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/fedop-io/fedop/api/v1alpha1"
 	"github.com/fedop-io/fedop/federation/rollout"
@@ -38,10 +41,12 @@ import (
 // pod network) is the environment's job.
 //
 // The slices are facts, not decisions: writing them changes no pod, so they
-// are written in every reconcile that finds them stale, paused or not,
-// without the status-flag mutex. Before a component's pods are created in
-// a member, its Service and slices there are in place (act asks
-// published), so a pod that starts finds its peers at once.
+// are written by a controller of their own (reconcileDiscovery), on its
+// own workqueue, whenever a pod, Service or slice changes, paused or not,
+// without the status-flag mutex; no step waits for a slice write. Before
+// a component's pods are created in a member, its Service and slices there
+// are in place (act asks discoveryInPlace), so a pod that starts finds its
+// peers at once.
 
 const (
 	// maxSliceEndpoints is the most endpoints the API takes in one
@@ -332,44 +337,79 @@ func (o *observation) lastKnown(component, source, target string) []*discoveryv1
 	return nil
 }
 
-// published says, by "member/component", which components' Service and
-// slices are in place in which member: act creates a component's pods in a
-// member only then.
-type published map[string]bool
-
-func (p published) has(member, component string) bool { return p[member+"/"+component] }
-
-// discoveryInPlace says, by "member/component", where the member's cache
-// already shows the component's headless Service as fedop wants it and
-// EndpointSlices of fedop's for it, and the component has no claims: a pod
-// created there finds its peers at once, and has no claim to wait for
-// (syncClaims), so act need not wait for this reconcile's writes to
-// create it. The slices may lag by the pods that changed since their
-// last write; a pod just created has no IP to publish yet.
-func (o *observation) discoveryInPlace(fc *v1alpha1.FederationCluster) published {
-	out := published{}
-	for _, cv := range o.components {
-		if cv.spec == nil || len(cv.spec.VolumeClaimTemplates) > 0 {
-			continue
-		}
-		for _, pv := range cv.placements {
-			mv := o.members[pv.member]
-			if mv == nil || mv.cluster == nil || pv.service == nil || serviceDrifted(pv.service, desiredService(fc, cv.spec, pv.member)) {
-				continue
-			}
-			if slices.ContainsFunc(o.slices[pv.member], func(s *discoveryv1.EndpointSlice) bool {
-				return isOurs(s) && s.Labels[v1alpha1.LabelComponent] == cv.name
-			}) {
-				out[pv.member+"/"+cv.name] = true
-			}
+// discoveryInPlace reports whether member's cache shows component's
+// headless Service as fedop wants it and every EndpointSlice fedop wants
+// there for it, so that a pod created there finds its peers at once. The
+// slices' endpoints may lag by the pods that changed since their last
+// write (a pod just created has no IP to publish yet); a slice that is
+// wanted but missing is not in place. A member that has not answered
+// within the freshness bound is not written (syncDiscovery): there the
+// Service alone counts, as it did when that member last answered.
+func (o *observation) discoveryInPlace(fc *v1alpha1.FederationCluster, memberName, component string) bool {
+	cv, pv, mv := o.component(component), o.placement(component, memberName), o.members[memberName]
+	if cv == nil || cv.spec == nil || pv == nil || mv == nil || mv.cluster == nil || pv.service == nil {
+		return false
+	}
+	if !mv.state.Fresh {
+		return true
+	}
+	svc := desiredService(fc, cv.spec, memberName)
+	if serviceDrifted(pv.service, svc) {
+		return false
+	}
+	for _, want := range componentSlices(fc, component, memberName, slicePorts(svc.Spec.Ports), o.sources(cv, memberName)) {
+		if !slices.ContainsFunc(o.slices[memberName], func(s *discoveryv1.EndpointSlice) bool { return isOurs(s) && s.Name == want.Name }) {
+			return false
 		}
 	}
-	return out
+	return true
+}
+
+// wakeBuffer is how many FederationClusters the discovery controller may
+// hand the rolling controller (Reconciler.wake) before it waits.
+const wakeBuffer = 1024
+
+// reconcileDiscovery is the discovery controller's reconcile: it brings
+// the FederationCluster's discovery objects in every member to what the
+// member caches show (syncDiscovery). It writes nothing before fedop's
+// finalizer is on, so cleanup removes all it wrote, and nothing once the
+// FederationCluster is being deleted (cleanup's turn; a write already
+// under way then is caught by cleanup, which keeps the finalizer until
+// every member is clean). Failed writes are kept for the status the
+// rolling controller writes (issueStore.setDiscovery), which is woken when
+// they change, and returned for a rate-limited retry. It takes no mutex:
+// the slices are facts, not decisions, and the rolling controller creates
+// a component's pods in a member only once they are in place there
+// (discoveryInPlace).
+func (r *Reconciler) reconcileDiscovery(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	fc := &v1alpha1.FederationCluster{}
+	if err := r.client.Get(ctx, req.NamespacedName, fc); err != nil {
+		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	fc = r.status.current(fc)
+	if !fc.DeletionTimestamp.IsZero() || !controllerutil.ContainsFinalizer(fc, v1alpha1.Finalizer) {
+		return reconcile.Result{}, nil
+	}
+	obs, err := r.observe(ctx, fc)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	errs := r.syncDiscovery(ctx, fc, obs)
+	msgs := make([]string, 0, len(errs))
+	for _, err := range errs {
+		msgs = append(msgs, err.Error())
+	}
+	if r.issues.setDiscovery(req.NamespacedName, msgs) {
+		select {
+		case r.wake <- event.GenericEvent{Object: fc}:
+		case <-ctx.Done():
+		}
+	}
+	return reconcile.Result{}, errors.Join(errs...)
 }
 
 // memberDiscovery is what syncing one member's discovery objects did.
 type memberDiscovery struct {
-	published        []string
 	errs             []error
 	applied, deleted int
 }
@@ -379,56 +419,33 @@ type memberDiscovery struct {
 // it, and the EndpointSlices listing the component's pods in every member.
 // Members are written in parallel, each with its own deadline, so that a
 // member that stopped answering delays no other member's names. It returns
-// what is in place and one error per failed write.
-func (r *Reconciler) syncDiscovery(ctx context.Context, fc *v1alpha1.FederationCluster, obs *observation) (published, []error) {
+// one error per failed write.
+func (r *Reconciler) syncDiscovery(ctx context.Context, fc *v1alpha1.FederationCluster, obs *observation) []error {
 	var targets []string
-	out := published{}
 	for name, mv := range obs.members {
-		switch {
-		case mv.cluster == nil:
-		case mv.state.Fresh:
+		// A member that has not answered within the freshness bound is
+		// not written: a write would wait for memberWriteTimeout and hold
+		// this reconcile. Its slices catch up when it answers again (the
+		// registry reports that change).
+		if mv.cluster != nil && mv.state.Fresh {
 			targets = append(targets, name)
-		default:
-			// A member that has not answered within the freshness bound
-			// is not written: a write would wait for memberWriteTimeout
-			// and hold this reconcile, and with it the status that says
-			// the member is silent. Its slices catch up when it answers
-			// again (the registry reports that change). A Service it
-			// already has is in place for the pods still to be created.
-			for _, cv := range obs.components {
-				if pv := obs.placement(cv.name, name); pv != nil && pv.service != nil {
-					out[name+"/"+cv.name] = true
-				}
-			}
 		}
 	}
 	slices.Sort(targets)
 	results := make([]memberDiscovery, len(targets))
 	var wg sync.WaitGroup
 	for i, name := range targets {
-		// A member that has not answered within the freshness bound is
-		// written with a short deadline: a write to a frozen member would
-		// otherwise hold this reconcile, and with it the status that says
-		// the member is silent, for memberWriteTimeout; a member that is
-		// only slow (a busy API server) still gets its slices.
-		timeout := memberWriteTimeout
-		if !obs.members[name].state.Fresh {
-			timeout = silentMemberWriteTimeout
-		}
-		wg.Go(func() { results[i] = syncMemberDiscovery(ctx, fc, obs, name, timeout) })
+		wg.Go(func() { results[i] = syncMemberDiscovery(ctx, fc, obs, name, memberWriteTimeout) })
 	}
 	wg.Wait()
 	var errs []error
 	for i, res := range results {
-		for _, c := range res.published {
-			out[targets[i]+"/"+c] = true
-		}
 		errs = append(errs, res.errs...)
 		if res.applied+res.deleted > 0 {
 			ctrl.LoggerFrom(ctx).V(1).Info("Wrote discovery objects", "member", targets[i], "applied", res.applied, "deleted", res.deleted)
 		}
 	}
-	return out, errs
+	return errs
 }
 
 // syncMemberDiscovery syncs member target: the Services of the components
@@ -443,7 +460,6 @@ func syncMemberDiscovery(ctx context.Context, fc *v1alpha1.FederationCluster, ob
 	fail := func(err error) { res.errs = append(res.errs, fmt.Errorf("member %s: %w", target, err)) }
 
 	want := map[string]*discoveryv1.EndpointSlice{}
-	serviceOK := map[string]bool{}
 	stale := map[string]*corev1.Service{} // by component
 	for _, cv := range obs.components {
 		pv := obs.placement(cv.name, target)
@@ -454,7 +470,7 @@ func syncMemberDiscovery(ctx context.Context, fc *v1alpha1.FederationCluster, ob
 		switch {
 		case cv.spec != nil && pv.spec != nil && pv.spec.Replicas > 0:
 			svc := desiredService(fc, cv.spec, target)
-			serviceOK[cv.name] = syncHostedService(ctx, mv, fc, pv.service, svc, &res, fail)
+			syncHostedService(ctx, mv, fc, pv.service, svc, &res, fail)
 			ports = svc.Spec.Ports
 		case pv.service != nil && len(pv.pods) > 0:
 			// Draining: its pods still run and still look their peers up.
@@ -512,12 +528,6 @@ func syncMemberDiscovery(ctx context.Context, fc *v1alpha1.FederationCluster, ob
 		}
 		res.applied++
 	}
-	for component, ok := range serviceOK {
-		if ok && !failed[component] {
-			res.published = append(res.published, component)
-		}
-	}
-
 	// A Service goes once its slices are gone, so that a member whose slice
 	// deletion failed still shows the component and is looked at again.
 	for component, svc := range stale {
@@ -534,11 +544,10 @@ func syncMemberDiscovery(ctx context.Context, fc *v1alpha1.FederationCluster, ob
 }
 
 // syncHostedService applies svc, the Service of a component member mv
-// hosts, over have, and reports whether it is in place. Errors go to fail,
-// counts to res.
+// hosts, over have. Errors go to fail, counts to res.
 func syncHostedService(
 	ctx context.Context, mv *memberView, fc *v1alpha1.FederationCluster, have, svc *corev1.Service, res *memberDiscovery, fail func(error),
-) bool {
+) {
 	c := mv.cluster.GetClient()
 	wrote, err := syncService(ctx, c, fc, have, svc)
 	if err != nil {
@@ -556,7 +565,6 @@ func syncHostedService(
 		}
 	}
 	res.applied += count(wrote)
-	return err == nil
 }
 
 func count(b bool) int {

@@ -154,9 +154,16 @@ func newHarness(t *testing.T, fc *v1alpha1.FederationCluster, statusErr error, p
 	return h
 }
 
+// reconcileFC runs the discovery controller's reconcile, then the rolling
+// controller's, for fc: what the two controllers of a manager do after an
+// event, in one order.
 func reconcileFC(t *testing.T, h *harness, fc *v1alpha1.FederationCluster) (reconcile.Result, error) {
 	t.Helper()
-	return h.r.Reconcile(context.Background(), reconcile.Request{NamespacedName: client.ObjectKeyFromObject(fc)})
+	req := reconcile.Request{NamespacedName: client.ObjectKeyFromObject(fc)}
+	if _, err := h.r.reconcileDiscovery(context.Background(), req); err != nil {
+		return reconcile.Result{}, err
+	}
+	return h.r.Reconcile(context.Background(), req)
 }
 
 // TestMutexConflictStopsTheStep: when the status write that takes the

@@ -472,6 +472,13 @@ func (o *observation) component(name string) *componentView {
 	return nil
 }
 
+// hasClaims reports whether component's pods mount claims of their own
+// (volumeClaimTemplates), which act creates before the pods.
+func (o *observation) hasClaims(component string) bool {
+	c := o.component(component)
+	return c != nil && c.spec != nil && len(c.spec.VolumeClaimTemplates) > 0
+}
+
 func (o *observation) placement(component, memberName string) *placementView {
 	if c := o.component(component); c != nil {
 		for _, p := range c.placements {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -17,10 +18,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/fedop-io/fedop/api/v1alpha1"
 	"github.com/fedop-io/fedop/member"
@@ -28,6 +31,10 @@ import (
 
 // ControllerName names the controller, its logger and its event reporter.
 const ControllerName = "federationcluster"
+
+// DiscoveryControllerName names the controller that writes the members'
+// discovery objects (discovery.go), beside the one that rolls pods.
+const DiscoveryControllerName = ControllerName + "-discovery"
 
 // memberIndex indexes FederationClusters by the members they use.
 const memberIndex = "fedop.io/members"
@@ -80,6 +87,9 @@ type Reconciler struct {
 	// (Members.Watch, in observe): pods, Services and claims wake the
 	// reconciler, and pods feed the step clock.
 	watchers []member.Watcher
+	// wake carries FederationClusters whose discovery issues changed from
+	// the discovery controller to this one, whose status reports them.
+	wake chan event.GenericEvent
 }
 
 // NewReconciler returns a Reconciler with every helper built. It is ready
@@ -107,16 +117,24 @@ func NewReconciler(o Options) *Reconciler {
 		steps:        newStepClock(o.Clock),
 		caller:       o.Hooks,
 		hooks:        newHookRuns(flowcontrol.NewFakeBackOffWithJitter(hookBackoffInitial, hookBackoffMax, o.Clock, 0.1)),
+		wake:         make(chan event.GenericEvent, wakeBuffer),
 	}
 }
 
-// SetupWithManager registers the controller. FederationCluster events
-// pass when the spec (generation) or annotations change, or status changes
-// by someone else's write (a user's edit is noticed at once); fedop's own
-// status writes do not wake it. Member events wake the reconciler when something it
-// waits for happens: the pods and Services of every member cache it reads
-// (watches started per member connection, see observe), and member state
-// changes (Members.Source).
+// SetupWithManager registers two controllers on the same informers. The
+// first (ControllerName) rolls pods: FederationCluster events pass when
+// the spec (generation) or annotations change, or status changes by
+// someone else's write (a user's edit is noticed at once); fedop's own
+// status writes do not wake it. Member events wake it when something it
+// waits for happens: the pods, Services and claims of every member cache
+// it reads (watches started per member connection, see observe), a
+// component's EndpointSlice created or deleted (its creations wait for
+// them), and member state changes (Members.Source). The second
+// (DiscoveryControllerName, reconcileDiscovery) keeps every member's
+// headless Services and EndpointSlices in step with the pods, on a
+// workqueue of its own, so that a slice write never holds a step: it is
+// woken by spec changes, the finalizer, pods, Services and slices, and
+// member state changes.
 func (r *Reconciler) SetupWithManager(ctx context.Context, mgr manager.Manager) error {
 	if err := mgr.GetFieldIndexer().IndexField(ctx, &v1alpha1.FederationCluster{}, memberIndex, func(o client.Object) []string {
 		return memberNames(o.(*v1alpha1.FederationCluster))
@@ -128,8 +146,19 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr manager.Manager) 
 		For(&v1alpha1.FederationCluster{}, builder.WithPredicates(predicate.Or(
 			predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}, r.status.othersStatusWrites()))).
 		WatchesRawSource(r.members.Source(r.mapMember(mgr.GetClient()))).
+		WatchesRawSource(source.Channel(r.wake, &handler.EnqueueRequestForObject{})).
 		WithOptions(controller.Options{MaxConcurrentReconciles: r.workers}).
 		Build(r)
+	if err != nil {
+		return err
+	}
+	d, err := builder.ControllerManagedBy(mgr).
+		Named(DiscoveryControllerName).
+		For(&v1alpha1.FederationCluster{}, builder.WithPredicates(predicate.Or[client.Object](
+			predicate.GenerationChangedPredicate{}, finalizersChanged()))).
+		WatchesRawSource(r.members.Source(r.mapMember(mgr.GetClient()))).
+		WithOptions(controller.Options{MaxConcurrentReconciles: r.workers}).
+		Build(reconcile.Func(r.reconcileDiscovery))
 	if err != nil {
 		return err
 	}
@@ -139,11 +168,27 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr manager.Manager) 
 		member.KindWatcher(ControllerName+"/services", c, &corev1.Service{}, toFC),
 		member.KindWatcher(ControllerName+"/claims", c, &corev1.PersistentVolumeClaim{}, toFC),
 		member.KindWatcher(ControllerName+"/step-clock", c, &corev1.Pod{}, r.steps.handler()),
+		// A slice created or deleted changes where discovery is in place
+		// (discoveryInPlace); its updates concern only the discovery
+		// controller.
+		member.KindWatcher(ControllerName+"/endpointslices", c, &discoveryv1.EndpointSlice{}, toFC,
+			predicate.Funcs{UpdateFunc: func(event.UpdateEvent) bool { return false }}),
+		member.KindWatcher(DiscoveryControllerName+"/pods", d, &corev1.Pod{}, toFC),
+		member.KindWatcher(DiscoveryControllerName+"/services", d, &corev1.Service{}, toFC),
+		// A change to fedop's EndpointSlices, or to those
+		// kube-controller-manager left, is drift to repair.
+		member.KindWatcher(DiscoveryControllerName+"/endpointslices", d, &discoveryv1.EndpointSlice{}, toFC),
 	}
-	// Discovery (discovery.go): a change to fedop's EndpointSlices, or to
-	// those kube-controller-manager left, wakes the reconciler too.
-	r.watchers = append(r.watchers, member.KindWatcher(ControllerName+"/endpointslices", c, &discoveryv1.EndpointSlice{}, toFC))
 	return nil
+}
+
+// finalizersChanged passes a FederationCluster update that changes its
+// finalizers: the discovery controller writes nothing before fedop's
+// finalizer is on (cleanup would not remove it).
+func finalizersChanged() predicate.Predicate {
+	return predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+		return !slices.Equal(e.ObjectOld.GetFinalizers(), e.ObjectNew.GetFinalizers())
+	}}
 }
 
 // MapObject maps an object in a member cache to the FederationCluster that

@@ -2,6 +2,7 @@ package member
 
 import (
 	"context"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -30,13 +31,12 @@ const eventBuffer = 1024
 // The source is a SyncingSource: the controller starts its workers only
 // once every member registered at start has had its first connection
 // attempt, so that a first reconcile does not take "not read yet" for
-// "not registered". Call Source once: the channel has one consumer.
+// "not registered". Each call returns a source with a channel of its own:
+// every controller that asks sees every change.
 func (r *Registry) Source(mapFunc func(ctx context.Context, member string) []reconcile.Request) source.SyncingSource {
+	ch := make(chan event.GenericEvent, eventBuffer)
 	r.mu.Lock()
-	if r.events == nil {
-		r.events = make(chan event.GenericEvent, eventBuffer)
-	}
-	ch := r.events
+	r.events = append(r.events, ch)
 	r.mu.Unlock()
 	h := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, obj client.Object) []reconcile.Request {
 		return mapFunc(ctx, obj.GetName())
@@ -60,19 +60,19 @@ func (s *initialPassSource) WaitForSync(ctx context.Context) error {
 	}
 }
 
-// notify sends a state change of member name to Source's controller, if
-// one asked for them. It waits while the channel is full, until the
-// registry stops; it must not be called with r.mu held.
+// notify sends a state change of member name to every Source's
+// controller. It waits while a channel is full, until the registry stops;
+// it must not be called with r.mu held.
 func (r *Registry) notify(name string) {
 	r.mu.Lock()
-	ch := r.events
+	chs := slices.Clone(r.events)
 	r.mu.Unlock()
-	if ch == nil {
-		return
-	}
 	ev := event.GenericEvent{Object: &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: r.opts.Namespace, Name: name}}}
-	select {
-	case ch <- ev:
-	case <-r.ctx.Done():
+	for _, ch := range chs {
+		select {
+		case ch <- ev:
+		case <-r.ctx.Done():
+			return
+		}
 	}
 }

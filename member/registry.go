@@ -248,9 +248,9 @@ type Registry struct {
 	mu sync.Mutex
 	// members holds every registered member, by name.
 	members map[string]*member
-	// events carries member state changes to Source's controller; nil
-	// until Source is called.
-	events chan event.GenericEvent
+	// events carry member state changes to the controllers that called
+	// Source, one channel each.
+	events []chan event.GenericEvent
 	// stopped is set when the manager stops; no member starts after it.
 	stopped bool
 
