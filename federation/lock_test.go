@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -420,4 +421,44 @@ func TestMutexPreAcknowledgedStepConflict(t *testing.T) {
 	recreated := &corev1.Pod{}
 	require.NoError(t, h.members.clusters["k8s-a"].Get(context.Background(), client.ObjectKeyFromObject(old), recreated))
 	assert.NotEqual(t, "old", recreated.Labels[v1alpha1.LabelRevision], "demo-pd-0 is back under its name, at the update revision")
+}
+
+// TestCreationWaitsForDiscovery: a pod is created in a member only once the
+// member's cache shows its component's Service and every EndpointSlice it
+// should have there; the discovery controller writes them, and nothing
+// before fedop's finalizer is on (cleanup would not remove it).
+func TestCreationWaitsForDiscovery(t *testing.T) {
+	fc, old, _ := twoPodUpgrade("test-manager")
+	fc.Finalizers = nil
+	old.Status.PodIP, old.Status.PodIPs = "10.1.0.5", []corev1.PodIP{{IP: "10.1.0.5"}}
+	h := newHarness(t, fc, nil, old) // demo-pd-1, the step's pod, is missing
+	ctx := context.Background()
+	req := reconcile.Request{NamespacedName: client.ObjectKeyFromObject(fc)}
+	slicesInMember := func() []string {
+		var list discoveryv1.EndpointSliceList
+		require.NoError(t, h.members.clusters["k8s-a"].List(ctx, &list, client.InNamespace(fc.Namespace)))
+		var names []string
+		for _, s := range list.Items {
+			names = append(names, s.Name)
+		}
+		return names
+	}
+
+	_, err := h.r.reconcileDiscovery(ctx, req)
+	require.NoError(t, err)
+	assert.Empty(t, slicesInMember(), "nothing is written before fedop's finalizer is on")
+
+	_, err = h.r.Reconcile(ctx, req)
+	require.NoError(t, err)
+	assert.Empty(t, h.opAtCreate, "the slice listing demo-pd-0 is not in the member yet: demo-pd-1 waits")
+
+	_, err = h.r.reconcileDiscovery(ctx, req)
+	require.NoError(t, err)
+	assert.Equal(t, []string{SliceName(fc, "pd", "k8s-a", discoveryv1.AddressTypeIPv4, 0)}, slicesInMember())
+
+	_, err = h.r.Reconcile(ctx, req)
+	require.NoError(t, err)
+	require.Len(t, h.opAtCreate, 1, "in place: demo-pd-1 is created")
+	created := &corev1.Pod{}
+	require.NoError(t, h.members.clusters["k8s-a"].Get(ctx, client.ObjectKey{Namespace: fc.Namespace, Name: "demo-pd-1"}, created))
 }
