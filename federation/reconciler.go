@@ -2,7 +2,6 @@ package federation
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -12,6 +11,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/util/flowcontrol"
+	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -60,6 +60,12 @@ type Options struct {
 	// Hooks calls the components' lifecycle hooks on pods. Default a
 	// PodProxyCaller: through each member's API server.
 	Hooks HookCaller
+	// DiscoveryBatchPeriod is how long the discovery controller gathers
+	// member events before it writes the slices they call for: one write
+	// per slice per period, out of the way of the step the same events
+	// drive (kube-controller-manager's --endpointslice-updates-batch-period
+	// does the same for its slices). 0 writes on every event.
+	DiscoveryBatchPeriod time.Duration
 }
 
 // Reconciler reconciles FederationClusters: it observes their pods in every
@@ -73,6 +79,8 @@ type Reconciler struct {
 	identity string
 	clock    clock.Clock
 	workers  int
+	// batch is Options.DiscoveryBatchPeriod.
+	batch time.Duration
 
 	expectations *expectations
 	// issues are what the last act of each FederationCluster could not
@@ -111,6 +119,7 @@ func NewReconciler(o Options) *Reconciler {
 		identity:     o.Identity,
 		clock:        o.Clock,
 		workers:      o.MaxConcurrentReconciles,
+		batch:        o.DiscoveryBatchPeriod,
 		expectations: newExpectations(),
 		issues:       newIssueStore(),
 		status:       newStatusWriter(o.Clock),
@@ -163,6 +172,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr manager.Manager) 
 		return err
 	}
 	toFC := handler.EnqueueRequestsFromMapFunc(MapObject)
+	batched := enqueueAfter(r.batch)
 	r.watchers = []member.Watcher{
 		member.KindWatcher(ControllerName+"/pods", c, &corev1.Pod{}, toFC),
 		member.KindWatcher(ControllerName+"/services", c, &corev1.Service{}, toFC),
@@ -173,13 +183,42 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr manager.Manager) 
 		// controller.
 		member.KindWatcher(ControllerName+"/endpointslices", c, &discoveryv1.EndpointSlice{}, toFC,
 			predicate.Funcs{UpdateFunc: func(event.UpdateEvent) bool { return false }}),
-		member.KindWatcher(DiscoveryControllerName+"/pods", d, &corev1.Pod{}, toFC),
-		member.KindWatcher(DiscoveryControllerName+"/services", d, &corev1.Service{}, toFC),
+		member.KindWatcher(DiscoveryControllerName+"/pods", d, &corev1.Pod{}, batched),
+		member.KindWatcher(DiscoveryControllerName+"/services", d, &corev1.Service{}, batched),
 		// A change to fedop's EndpointSlices, or to those
 		// kube-controller-manager left, is drift to repair.
-		member.KindWatcher(DiscoveryControllerName+"/endpointslices", d, &discoveryv1.EndpointSlice{}, toFC),
+		member.KindWatcher(DiscoveryControllerName+"/endpointslices", d, &discoveryv1.EndpointSlice{}, batched),
 	}
 	return nil
+}
+
+// enqueueAfter returns the handler that enqueues MapObject's requests
+// after period: the events of one period make one reconcile, since a
+// request already waiting keeps its time. 0 enqueues at once.
+func enqueueAfter(period time.Duration) handler.EventHandler {
+	if period <= 0 {
+		return handler.EnqueueRequestsFromMapFunc(MapObject)
+	}
+	add := func(ctx context.Context, obj client.Object, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+		for _, req := range MapObject(ctx, obj) {
+			q.AddAfter(req, period)
+		}
+	}
+	return handler.Funcs{
+		CreateFunc: func(ctx context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			add(ctx, e.Object, q)
+		},
+		UpdateFunc: func(ctx context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			add(ctx, e.ObjectOld, q)
+			add(ctx, e.ObjectNew, q)
+		},
+		DeleteFunc: func(ctx context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			add(ctx, e.Object, q)
+		},
+		GenericFunc: func(ctx context.Context, e event.GenericEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			add(ctx, e.Object, q)
+		},
+	}
 }
 
 // finalizersChanged passes a FederationCluster update that changes its
@@ -279,19 +318,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return res, err
 	}
 	times.acknowledged = r.clock.Now()
-	var recorded chan recordResult
 	if after {
-		// Acknowledged already (preAcknowledged): the step's deletion goes
-		// out now and the write that records it runs beside it, on a copy
-		// (act reads fc). Nothing waits for the write but this reconcile's
-		// end: the act was named by the acknowledgement stored before.
+		// Acknowledged already (preAcknowledged): act first, record after.
 		fc.Status = status
-		recorded = make(chan recordResult, 1)
-		rec := fc.DeepCopy()
-		go func() {
-			res, err := r.record(ctx, rec, status, obs.now)
-			recorded <- recordResult{res, err}
-		}()
 	}
 	requeue = minPositive(requeue, plan.RequeueAfter)
 	requeue = minPositive(requeue, hooks.retryAfter)
@@ -308,29 +337,20 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if before.Operation != nil {
 		prev = before.Operation.Type
 	}
-	actErr := r.act(ctx, fc, obs, plan, prev, times)
-	if recorded != nil {
-		rec := <-recorded
-		switch {
-		case actErr != nil || rec.err != nil:
-			return reconcile.Result{}, errors.Join(actErr, rec.err)
-		case rec.res.RequeueAfter > 0:
-			return rec.res, nil
-		}
+	if err := r.act(ctx, fc, obs, plan, prev, times); err != nil {
+		return reconcile.Result{}, err
 	}
-	if actErr != nil {
-		return reconcile.Result{}, actErr
+	if after {
+		// After the deletion returned: the write must not be seen before
+		// the deletion it records (a step's critical path ends there).
+		if res, err := r.record(ctx, fc, status, obs.now); err != nil || res.RequeueAfter > 0 {
+			return res, err
+		}
 	}
 	if plan.Delete != nil || len(plan.Create) > 0 {
 		log.V(1).Info("Acted", "creates", len(plan.Create), "delete", plan.Delete != nil, "message", plan.Message)
 	}
 	return reconcile.Result{RequeueAfter: requeue}, nil
-}
-
-// recordResult is the outcome of a status write made beside the act.
-type recordResult struct {
-	res reconcile.Result
-	err error
 }
 
 // forget drops what this process remembers of FederationCluster key.

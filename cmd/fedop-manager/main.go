@@ -43,6 +43,7 @@ func run() error {
 		leaderElect                                         bool
 		memberOpts                                          member.Options
 		workers                                             int
+		discoveryBatch                                      time.Duration
 	)
 	var (
 		secureMetrics, enableHTTP2, showVersion bool
@@ -63,7 +64,8 @@ func run() error {
 	flag.DurationVar(&memberOpts.ProbePeriod, "member-probe-period", time.Second, "The freshness bound: no pod is deleted anywhere while a member in use has not answered within it. Each member's /readyz is probed twice per period.")
 	flag.IntVar(&memberOpts.FailureThreshold, "member-failure-threshold", 10, "Failed probes in a row (half a probe period apart) after which a member is reported disconnected.")
 	flag.DurationVar(&memberOpts.SyncTimeout, "member-sync-timeout", 30*time.Second, "How long one member's cache may take to start and sync.")
-	flag.IntVar(&workers, "max-concurrent-reconciles", 4, "How many FederationClusters are reconciled in parallel.")
+	flag.IntVar(&workers, "max-concurrent-reconciles", 4, "How many FederationClusters are reconciled in parallel (by each of the two controllers: rollout and discovery).")
+	flag.DurationVar(&discoveryBatch, "discovery-batch-period", 100*time.Millisecond, "How long the discovery controller gathers pod, Service and EndpointSlice events before it writes the EndpointSlices they call for, as kube-controller-manager's --endpointslice-updates-batch-period: fewer writes, none in the way of a rollout step. 0 writes on every event.")
 	zapOpts := zap.Options{Development: false}
 	zapOpts.BindFlags(flag.CommandLine)
 	flag.Parse()
@@ -142,6 +144,7 @@ func run() error {
 		Recorder:                mgr.GetEventRecorder("fedop-manager"),
 		Identity:                identity,
 		MaxConcurrentReconciles: workers,
+		DiscoveryBatchPeriod:    discoveryBatch,
 	})
 	ctx := ctrl.SetupSignalHandler()
 	if err := rec.SetupWithManager(ctx, mgr); err != nil {
