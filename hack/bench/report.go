@@ -487,7 +487,7 @@ func (r *results) writeStepDetails(b *strings.Builder, o options) {
 		b.WriteString("\nWhere fedop's step goes, by the manager's spans around each phase of the reconcile that deletes the next pod " +
 			"(`fedop_rollout_step_phase_seconds`, mean per step over the same rounds): queue is from the member event that showed the replacement Ready " +
 			"to the reconcile's start (the event's delivery and the workqueue), observe reads the caches, plan runs the planner and computes status, " +
-			"status is the status write before the act (0 when the step was acknowledged while the replacement came up: `status.operation.nextPod`), " +
+			"status is the status write before the act (0 when the step was acknowledged already, as `status.operation.nextPod` in the write that recorded the previous deletion), " +
 			"act is member writes before the deletion, delete is the deletion's round trip.\n\n")
 		b.WriteString(mdHead("phase", "mean", "steps"))
 		var total time.Duration
@@ -692,9 +692,9 @@ func (r *results) writeMissed(b *strings.Builder, o options, rows []row) {
 				"With c that time beyond D, the efficiency is D / (D + c), so %.2f needs D of at least %.0f c: %s here. "+
 				"Of c, the controller's own part is the step overhead (Ready seen to the next deletion seen): p50 %s for fedop against %s for the StatefulSet over these rounds. "+
 				"fedop acknowledges each step (the status-flag mutex, which lets the operation survive a restart) with a resourceVersion-checked status write to the host, "+
-				"a round trip to another API server that the in-cluster controller does not make: since `status.operation.nextPod`, "+
-				"written after the act while the previous pod comes up, not between a Ready and the next deletion, but a reconcile of the same FederationCluster "+
-				"that arrives during that write waits for it (section 2 of where a step's time goes: pod gone to created); the rest of c is the pod's own cycle "+
+				"a round trip to another API server that the in-cluster controller does not make: it is written once per step, after the deletion returned "+
+				"(naming the next pod, `status.operation.nextPod`), not between a Ready and the next deletion, but the reconcile that sees the pod gone "+
+				"waits for it when the pod goes sooner (section 2 of where a step's time goes: pod gone to created); the rest of c is the pod's own cycle "+
 				"(deletion, kwok removing it, creation, scheduling, the Ready status reaching the watchers).\n",
 				ms(cf), ms(cs), targetEfficiency, targetEfficiency/(1-targetEfficiency), ms(time.Duration(float64(cf)*targetEfficiency/(1-targetEfficiency))),
 				ms(e2e.Percentile(pooled(r.delayFedop), 50)), ms(e2e.Percentile(pooled(r.delaySTS), 50)))
