@@ -11,7 +11,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -435,7 +434,7 @@ func (r *Reconciler) syncDiscovery(ctx context.Context, fc *v1alpha1.FederationC
 	results := make([]memberDiscovery, len(targets))
 	var wg sync.WaitGroup
 	for i, name := range targets {
-		wg.Go(func() { results[i] = syncMemberDiscovery(ctx, fc, obs, name, memberWriteTimeout) })
+		wg.Go(func() { results[i] = syncMemberDiscovery(ctx, fc, obs, name) })
 	}
 	wg.Wait()
 	var errs []error
@@ -451,9 +450,9 @@ func (r *Reconciler) syncDiscovery(ctx context.Context, fc *v1alpha1.FederationC
 // syncMemberDiscovery syncs member target: the Services of the components
 // it hosts first (they create the namespace), then the slices, then the
 // Services of components it no longer hosts, once their pods and slices
-// are gone.
-func syncMemberDiscovery(ctx context.Context, fc *v1alpha1.FederationCluster, obs *observation, target string, timeout time.Duration) (res memberDiscovery) {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
+// are gone; all within memberWriteTimeout.
+func syncMemberDiscovery(ctx context.Context, fc *v1alpha1.FederationCluster, obs *observation, target string) (res memberDiscovery) {
+	ctx, cancel := context.WithTimeout(ctx, memberWriteTimeout)
 	defer cancel()
 	mv := obs.members[target]
 	c := mv.cluster.GetClient()
