@@ -6,44 +6,65 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
-	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/fedop-io/fedop/api/v1alpha1"
 )
 
+// recordingQueue records what a handler adds and with which delay. The
+// embedded interface is nil: the handlers under test call only Add and
+// AddAfter.
+type recordingQueue struct {
+	workqueue.TypedRateLimitingInterface[reconcile.Request]
+	added []delayedRequest
+}
+
+type delayedRequest struct {
+	req   reconcile.Request
+	after time.Duration
+}
+
+func (q *recordingQueue) Add(req reconcile.Request) { q.AddAfter(req, 0) }
+
+func (q *recordingQueue) AddAfter(req reconcile.Request, after time.Duration) {
+	q.added = append(q.added, delayedRequest{req: req, after: after})
+}
+
 // TestEnqueueAfterBatches: the discovery controller's member events are
-// enqueued after the batch period, and the events of one period make one
-// request; with period 0 each is enqueued at once.
+// added to the workqueue after the batch period, so the events of one period
+// make one request (the delaying queue keeps one entry per request, at its
+// earliest time); with period 0 each is added at once. The queue's own
+// deduplication is client-go's and not tested here; what is tested is that
+// every event kind is delayed by the period and mapped to its
+// FederationCluster, and that an unmanaged pod adds nothing.
 func TestEnqueueAfterBatches(t *testing.T) {
-	pod := func(name string) *corev1.Pod {
-		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "db", Name: name, Labels: map[string]string{
-			v1alpha1.LabelManagedBy: v1alpha1.ManagedBy, v1alpha1.LabelInstance: "demo",
-		}}}
+	pod := func(name string, managed bool) *corev1.Pod {
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "db", Name: name}}
+		if managed {
+			p.Labels = map[string]string{v1alpha1.LabelManagedBy: v1alpha1.ManagedBy, v1alpha1.LabelInstance: "demo"}
+		}
+		return p
 	}
-	clock := clocktesting.NewFakeClock(time.Date(2026, 11, 23, 0, 0, 0, 0, time.UTC))
-	q := workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[reconcile.Request](),
-		workqueue.TypedRateLimitingQueueConfig[reconcile.Request]{Clock: clock})
-	defer q.ShutDown()
+	demo := reconcile.Request{NamespacedName: types.NamespacedName{Namespace: "db", Name: "demo"}}
 	ctx := context.Background()
 
+	q := &recordingQueue{}
 	h := enqueueAfter(100 * time.Millisecond)
-	h.Create(ctx, event.CreateEvent{Object: pod("demo-pd-0")}, q)
-	h.Update(ctx, event.UpdateEvent{ObjectOld: pod("demo-pd-1"), ObjectNew: pod("demo-pd-1")}, q)
-	h.Delete(ctx, event.DeleteEvent{Object: pod("demo-pd-2")}, q)
-	assert.Equal(t, 0, q.Len(), "nothing before the period has passed")
-	require.Eventually(t, func() bool { return clock.HasWaiters() }, 5*time.Second, time.Millisecond)
-	clock.Step(100 * time.Millisecond)
-	require.Eventually(t, func() bool { return q.Len() == 1 }, 5*time.Second, time.Millisecond)
-	req, _ := q.Get()
-	assert.Equal(t, "demo", req.Name)
-	q.Done(req)
+	h.Create(ctx, event.CreateEvent{Object: pod("demo-pd-0", true)}, q)
+	h.Update(ctx, event.UpdateEvent{ObjectOld: pod("demo-pd-1", true), ObjectNew: pod("demo-pd-1", true)}, q)
+	h.Delete(ctx, event.DeleteEvent{Object: pod("demo-pd-2", true)}, q)
+	h.Generic(ctx, event.GenericEvent{Object: pod("demo-pd-3", true)}, q)
+	h.Create(ctx, event.CreateEvent{Object: pod("other", false)}, q)
+	want := delayedRequest{req: demo, after: 100 * time.Millisecond}
+	assert.Equal(t, []delayedRequest{want, want, want, want, want}, q.added,
+		"create, update (old and new), delete and generic: each after the period; the unmanaged pod adds nothing")
 
-	enqueueAfter(0).Create(ctx, event.CreateEvent{Object: pod("demo-pd-0")}, q)
-	assert.Equal(t, 1, q.Len(), "period 0: at once")
+	q = &recordingQueue{}
+	enqueueAfter(0).Create(ctx, event.CreateEvent{Object: pod("demo-pd-0", true)}, q)
+	assert.Equal(t, []delayedRequest{{req: demo}}, q.added, "period 0: at once")
 }
