@@ -2,6 +2,8 @@ package federation
 
 import (
 	"context"
+	"fmt"
+	"reflect"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -100,4 +102,63 @@ func TestTrimPod(t *testing.T) {
 	out, err = TrimPod(svc)
 	require.NoError(t, err)
 	assert.Same(t, svc, out, "objects that are not pods pass through")
+}
+
+// TestTrimPodShares: pods of one placement and revision share their kept
+// labels and named ports; another revision gets its own; a full table
+// starts again without changing what was handed out.
+func TestTrimPodShares(t *testing.T) {
+	pod := func(name, revision string, port int32) *corev1.Pod {
+		return &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns", Labels: map[string]string{
+				v1alpha1.LabelManagedBy: v1alpha1.ManagedBy, v1alpha1.LabelInstance: "demo", v1alpha1.LabelComponent: "pd",
+				v1alpha1.LabelRevision: revision, v1alpha1.LabelMember: "a", "app": name,
+			}},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "pd", Image: "pd:" + revision,
+				Ports: []corev1.ContainerPort{{Name: "client", ContainerPort: port}, {ContainerPort: 9000}}}}},
+		}
+	}
+	trim := func(p *corev1.Pod) *corev1.Pod {
+		out, err := TrimPod(p)
+		require.NoError(t, err)
+		return out.(*corev1.Pod)
+	}
+	same := func(a, b map[string]string) bool {
+		return reflect.ValueOf(a).UnsafePointer() == reflect.ValueOf(b).UnsafePointer()
+	}
+
+	p0, p1 := trim(pod("demo-pd-0", "r1", 2379)), trim(pod("demo-pd-1", "r1", 2379))
+	assert.True(t, same(p0.Labels, p1.Labels), "one placement and revision: one label map")
+	assert.Same(t, &p0.Spec.Containers[0], &p1.Spec.Containers[0], "one template: one named-ports slice")
+	assert.Equal(t, []corev1.Container{{Name: "pd", Ports: []corev1.ContainerPort{{Name: "client", ContainerPort: 2379}}}}, p0.Spec.Containers)
+
+	p2 := trim(pod("demo-pd-2", "r2", 2380))
+	assert.False(t, same(p0.Labels, p2.Labels))
+	assert.Equal(t, "r2", p2.Labels[v1alpha1.LabelRevision])
+	assert.Equal(t, int32(2380), p2.Spec.Containers[0].Ports[0].ContainerPort)
+	assert.Equal(t, "r1", p0.Labels[v1alpha1.LabelRevision], "what was handed out is not changed")
+}
+
+// TestInternTable: a key's value is built once and handed out again; a
+// full table starts again, so that it never holds more than internMax
+// entries, and what it handed out before stays as it was.
+func TestInternTable(t *testing.T) {
+	tbl := newInternTable[*int]()
+	builds := 0
+	get := func(i int) *int {
+		return tbl.get(fmt.Sprint(i), func() *int { builds++; v := i; return &v })
+	}
+	first := get(0)
+	assert.Same(t, first, get(0))
+	assert.Equal(t, 1, builds)
+	for i := 1; i < internMax; i++ {
+		get(i)
+	}
+	assert.Len(t, tbl.m, internMax)
+	get(internMax)
+	assert.Len(t, tbl.m, 1, "the full table started again")
+	again := get(0)
+	assert.NotSame(t, first, again, "built again after the table started again")
+	assert.Equal(t, 0, *first)
+	assert.Equal(t, internMax+2, builds)
 }
