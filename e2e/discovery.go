@@ -117,9 +117,14 @@ func StartSliceWatch(ctx context.Context, opts SliceWatchOptions) (*SliceWatch, 
 		names = append(names, name)
 	}
 	sort.Strings(names)
-	var caches []cache.Cache
+	// Every member's map exists before any cache starts: the handlers of
+	// one member's informers read them all (under w.mu), while the loop
+	// below would still be adding the next member's.
 	for _, name := range names {
 		w.slices[name] = map[string]*discoveryv1.EndpointSlice{}
+	}
+	var caches []cache.Cache
+	for _, name := range names {
 		mc, err := cache.New(opts.Members[name], cache.Options{
 			Scheme:            Scheme,
 			DefaultNamespaces: map[string]cache.Config{opts.Namespace: {}},

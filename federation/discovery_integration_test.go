@@ -98,9 +98,17 @@ func TestDiscovery(t *testing.T) {
 	})
 	require.NoError(t, err)
 	t.Cleanup(w.Stop)
-	for range 10 {
+	for i := range 10 {
 		replace(t, env, ns, memberB, "demo-pd-2")
 		requireSlicesMatchPods(t, env, fc, "after a replacement")
+		// The watch sees the change through informers of its own, which
+		// can lag the reads above: the next deletion must not reach it
+		// before this change does, or it supersedes the change, which then
+		// never counts.
+		require.EventuallyWithT(t, func(c *assert.CollectT) {
+			r := w.Report()
+			assert.Greater(c, r.IPChanges, i, "replacement %d not seen in every member by the watch: %s", i+1, r.Summary())
+		}, wait, tick)
 	}
 	require.Eventually(t, func() bool { return w.Report().Pending == 0 }, wait, tick, "changes not seen in every member: %+v", w.Report())
 	r := w.Report()

@@ -19,11 +19,13 @@ import (
 	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"github.com/fedop-io/fedop/api/v1alpha1"
 	"github.com/fedop-io/fedop/federation"
@@ -266,6 +268,19 @@ func TestStatus(t *testing.T) {
 // change of a step, not per status write.
 func TestStatusWatch(t *testing.T) {
 	f := newFixture(t, hostObjects(t), nil)
+	// status -w prints its first line before it starts its watch, and the
+	// fake client's watch delivers only the changes made after it started
+	// (no list from a resourceVersion, as an API server's would): the test
+	// writes status only once the watch is there, or the writes are lost.
+	watching := make(chan struct{})
+	host := interceptor.NewClient(f.host, interceptor.Funcs{
+		Watch: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) (watch.Interface, error) {
+			w, err := c.Watch(ctx, list, opts...)
+			close(watching)
+			return w, err
+		},
+	})
+	f.opts.Host = func() (client.WithWatch, error) { return host, nil }
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	done := make(chan error, 1)
@@ -274,7 +289,12 @@ func TestStatusWatch(t *testing.T) {
 		done <- err
 	}()
 	lines := func() int { return strings.Count(f.out.String(), "\n") }
-	require.Eventually(t, func() bool { return lines() == 1 }, 10*time.Second, 10*time.Millisecond)
+	select {
+	case <-watching:
+	case err := <-done:
+		t.Fatalf("status -w returned before it watched: %v", err)
+	}
+	require.Equal(t, 1, lines(), "the first line, before the watch")
 
 	setStatus := func(change func(*v1alpha1.FederationCluster)) {
 		var fc v1alpha1.FederationCluster
