@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/fedop-io/fedop/api/v1alpha1"
@@ -161,4 +162,19 @@ func TestInternTable(t *testing.T) {
 	assert.NotSame(t, first, again, "built again after the table started again")
 	assert.Equal(t, 0, *first)
 	assert.Equal(t, internMax+2, builds)
+}
+
+// TestCachedIndexes: every kind a reconcile lists from a member cache is
+// indexed by its FederationCluster, under its instance label only.
+func TestCachedIndexes(t *testing.T) {
+	var kinds []string
+	for _, ix := range CachedIndexes() {
+		assert.Equal(t, IndexInstance, ix.Field)
+		kinds = append(kinds, fmt.Sprintf("%T", ix.Object))
+		obj := ix.Object.DeepCopyObject().(client.Object)
+		assert.Nil(t, ix.Extract(obj), "%T without the instance label: not indexed", obj)
+		obj.SetLabels(map[string]string{v1alpha1.LabelManagedBy: v1alpha1.ManagedBy, v1alpha1.LabelInstance: "demo"})
+		assert.Equal(t, []string{"demo"}, ix.Extract(obj))
+	}
+	assert.ElementsMatch(t, []string{"*v1.Pod", "*v1.Service", "*v1.EndpointSlice", "*v1.PersistentVolumeClaim"}, kinds)
 }

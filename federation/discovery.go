@@ -290,7 +290,7 @@ func readSlices(ctx context.Context, fc *v1alpha1.FederationCluster, obs *observ
 			continue
 		}
 		var list discoveryv1.EndpointSliceList
-		if err := mv.cluster.GetClient().List(ctx, &list, client.InNamespace(fc.Namespace), instanceSelector(fc), cacheShared); err != nil {
+		if err := mv.cluster.GetClient().List(ctx, &list, append(ofInstance(fc), cacheShared)...); err != nil {
 			return nil, fmt.Errorf("listing EndpointSlices of member %s from its cache: %w", name, err)
 		}
 		for i := range list.Items {

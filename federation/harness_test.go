@@ -255,7 +255,7 @@ func startFedop(t *testing.T, env *testenv.Federation, identity string, opts ...
 	require.NoError(t, err)
 	registry := member.NewRegistry(member.Options{
 		Scheme: scheme, CacheSelector: v1alpha1.ManagedBySelector(), ProbePeriod: probePeriod, SyncTimeout: 10 * time.Second,
-		Transform: federation.TrimPod, Objects: federation.CachedObjects(),
+		Transform: federation.TrimPod, Objects: federation.CachedObjects(), IndexFields: federation.CachedIndexes(),
 	})
 	require.NoError(t, registry.SetupWithManager(mgr))
 	o := federation.Options{

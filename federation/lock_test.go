@@ -106,6 +106,15 @@ type harness struct {
 	clock    *clocktesting.FakeClock
 }
 
+// withInstanceIndex adds the member caches' indexes (CachedIndexes) to a
+// fake member client, which observe's reads select by.
+func withInstanceIndex(b *fake.ClientBuilder) *fake.ClientBuilder {
+	for _, ix := range CachedIndexes() {
+		b = b.WithIndex(ix.Object, ix.Field, ix.Extract)
+	}
+	return b
+}
+
 func newHarness(t *testing.T, fc *v1alpha1.FederationCluster, statusErr error, pods ...client.Object) *harness {
 	s := testScheme(t)
 	h := &harness{}
@@ -120,7 +129,7 @@ func newHarness(t *testing.T, fc *v1alpha1.FederationCluster, statusErr error, p
 			},
 		}).Build()
 	svc := desiredService(fc, &fc.Spec.Components[0], "k8s-a")
-	memberClient := fake.NewClientBuilder().WithScheme(s).WithObjects(append(pods, svc)...).
+	memberClient := withInstanceIndex(fake.NewClientBuilder().WithScheme(s)).WithObjects(append(pods, svc)...).
 		WithInterceptorFuncs(interceptor.Funcs{
 			Delete: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.DeleteOption) error {
 				o := client.DeleteOptions{}

@@ -254,15 +254,15 @@ func (r *Reconciler) readMembers(ctx context.Context, fc *v1alpha1.FederationClu
 // does).
 func (o *memberObjects) read(ctx context.Context, c client.Reader, fc *v1alpha1.FederationCluster, name string) error {
 	var podList corev1.PodList
-	if err := c.List(ctx, &podList, client.InNamespace(fc.Namespace), instanceSelector(fc), cacheShared); err != nil {
+	if err := c.List(ctx, &podList, append(ofInstance(fc), cacheShared)...); err != nil {
 		return fmt.Errorf("listing pods of member %s from its cache: %w", name, err)
 	}
 	var svcList corev1.ServiceList
-	if err := c.List(ctx, &svcList, client.InNamespace(fc.Namespace), instanceSelector(fc), cacheShared); err != nil {
+	if err := c.List(ctx, &svcList, append(ofInstance(fc), cacheShared)...); err != nil {
 		return fmt.Errorf("listing services of member %s from its cache: %w", name, err)
 	}
 	var claimList corev1.PersistentVolumeClaimList
-	if err := c.List(ctx, &claimList, client.InNamespace(fc.Namespace), instanceSelector(fc), cacheShared); err != nil {
+	if err := c.List(ctx, &claimList, append(ofInstance(fc), cacheShared)...); err != nil {
 		return fmt.Errorf("listing claims of member %s from its cache: %w", name, err)
 	}
 	o.present[name] = map[string]bool{}

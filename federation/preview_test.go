@@ -60,7 +60,7 @@ func TestPlannerStateIsTheReconcilersState(t *testing.T) {
 	s := testScheme(t)
 	members := fakeMembers{clusters: map[string]client.Client{}}
 	for m, list := range pods {
-		b := fake.NewClientBuilder().WithScheme(s)
+		b := withInstanceIndex(fake.NewClientBuilder().WithScheme(s))
 		for i := range list {
 			b = b.WithObjects(list[i].DeepCopy())
 		}

@@ -157,6 +157,12 @@ func (r *Registry) transform() toolscache.TransformFunc {
 // what it syncs.
 func (r *Registry) prepare(mctx, syncCtx context.Context, in *instance) error {
 	c := in.cluster.GetCache()
+	for _, ix := range r.opts.IndexFields {
+		// IndexFields is shared by every member, like Objects.
+		if err := c.IndexField(syncCtx, ix.Object.DeepCopyObject().(client.Object), ix.Field, ix.Extract); err != nil {
+			return fmt.Errorf("adding the index %s of %T: %w", ix.Field, ix.Object, err)
+		}
+	}
 	for _, obj := range r.opts.Objects {
 		// Objects is shared by every member; the cache gets its own copy.
 		inf, err := c.GetInformer(syncCtx, obj.DeepCopyObject().(client.Object))

@@ -138,6 +138,12 @@ type Options struct {
 	// of a pod only what the reconciler reads). Objects read from a member
 	// cache are then partial: never write one back. Default none.
 	Transform toolscache.TransformFunc
+	// IndexFields are field indexes every member cache adds before it
+	// starts (client.FieldIndexer.IndexField; each creates its kind's
+	// informer, which then syncs with Objects'), so that a read of the
+	// cache can select by them (client.MatchingFields) rather than match
+	// every object of a namespace against a label selector. Default none.
+	IndexFields []IndexField
 	// Clock is the registry's source of time. Default the real clock.
 	Clock clock.WithTicker
 	// RenewFraction is the fraction of a token's lifetime after which the
@@ -146,6 +152,15 @@ type Options struct {
 	// Tests set it low to renew tokens the API server will not issue for
 	// less than ten minutes.
 	RenewFraction float64
+}
+
+// IndexField is one field index of every member cache: Extract returns
+// the values under which an object of Object's kind is found by Field
+// (client.MatchingFields{Field: value}, with client.InNamespace).
+type IndexField struct {
+	Object  client.Object
+	Field   string
+	Extract client.IndexerFunc
 }
 
 // withDefaults returns o with every empty field set to its default.

@@ -128,10 +128,12 @@ func run() error {
 
 	memberOpts.Scheme = scheme
 	memberOpts.CacheSelector = v1alpha1.ManagedBySelector()
-	// Member caches keep of each pod only what the reconciler reads, and
-	// sync every kind it reads before a member counts as connected.
+	// Member caches keep of each pod only what the reconciler reads, sync
+	// every kind it reads before a member counts as connected, and index
+	// it by FederationCluster.
 	memberOpts.Transform = federation.TrimPod
 	memberOpts.Objects = federation.CachedObjects()
+	memberOpts.IndexFields = federation.CachedIndexes()
 	registry := member.NewRegistry(memberOpts)
 	if err := registry.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the member registry: %w", err)
