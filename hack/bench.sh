@@ -21,7 +21,8 @@
 #  10. manager start to first step after a SIGKILL mid-rollout, with the
 #      lab's 2 members and with 50 apiserver-only members more;
 #  11. 200 FederationClusters of 6 pods upgraded at once: one pod at a
-#      time each, step overhead p99, steps per second;
+#      time each, step overhead p99, steps per second; then the floor
+#      controller with as many groups of the same pods;
 #   plus Go micro-benchmarks of the planner and the revision hash.
 #
 # It runs the micro-benchmarks first (on a quiet machine), brings up a host

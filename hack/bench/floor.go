@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -12,12 +13,15 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	listersv1 "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/retry"
 
+	"github.com/fedop-io/fedop/api/v1alpha1"
 	"github.com/fedop-io/fedop/internal/podwatch"
 )
 
@@ -36,25 +40,28 @@ const floorDescription = "The floor controller (`hack/bench/floor.go`) is a refe
 	"watches its own pods (label `" + floorLabel + "=floor`) in the members with client-go informers, and to roll its pods " +
 	"deletes one (UID precondition), recreates it under the same name with the new image when its informer delivers the delete event, " +
 	"waits for its informer to show the replacement Ready, and goes on to the next, alternating members. " +
-	"It has no host cluster, no status, no acknowledgement before a deletion, no workqueue, no retries, no safety checks " +
+	"It has no host cluster, no status, no acknowledgement before a deletion, no workqueue, no safety checks " +
 	"(it never re-checks a step before acting, never looks at other pods' health, never guards against a second controller), " +
-	"and it does not survive a restart: its progress lives only in its own goroutine."
+	"and it does not survive a restart: its progress lives only in its own goroutine. " +
+	"It retries only an API call that failed transiently (client-go's retry.OnError, default backoff)."
 
 // floorController is the floor of issue 19, measured beside fedop and the
 // StatefulSet by the same observer: floorDescription says what it does
-// and does not do. Its pods are named floor-<i>, perMember of them in each
-// member, all created by it.
+// and does not do. It rolls groups of pods, each group one pod at a time
+// and the groups at once, as one controller of many workloads would:
+// items 1 and 2 have one group, item 11 as many as its
+// FederationClusters. A group's pods are named <group>-<i>, perMember of
+// them in each member, labelled with the group as their instance, all
+// created by it.
 type floorController struct {
 	members []string
 	clients map[string]kubernetes.Interface
 	listers map[string]listersv1.PodNamespaceLister
 	w       *podwatch.Watch
-	// changed is signalled (without blocking) on every pod event: the roll
-	// loop then looks at the listers again, which informers update before
-	// they call handlers.
-	changed chan struct{}
-	// order is the roll order: (member, name) pairs alternating members.
-	order [][2]string
+	// orders are the groups' roll orders: (member, name) pairs alternating
+	// members.
+	orders [][][2]string
+	pods   int
 
 	// ctx is the controller's lifetime, ended by stop: a roll runs under
 	// it, not under the context of the call that started it, which
@@ -63,25 +70,36 @@ type floorController struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 
-	// mu guards done and err: the roll of one upgrade runs in a goroutine
-	// of its own, as a controller would.
-	mu   sync.Mutex
-	done chan struct{}
-	err  error
+	// mu guards waiters, done and err: the roll of each group runs in a
+	// goroutine of its own, as a controller's workers would.
+	mu sync.Mutex
+	// waiters are closed on the next event of their pod (member/name):
+	// the roll waiting for it then looks at the lister again, which the
+	// informer updates before it calls handlers.
+	waiters map[string]chan struct{}
+	done    chan struct{}
+	err     error
 }
 
 // startFloor starts the floor controller's informers on members (name to
-// config) and creates its perMember pods in each at image, and returns
-// without waiting for them to be Ready.
+// config) and creates, for each of groups, its perMember pods in each at
+// image, and returns without waiting for them to be Ready.
 func startFloor(ctx context.Context, cfgs map[string]*rest.Config, clients map[string]kubernetes.Interface,
-	perMember int, image string) (*floorController, error) {
+	groups []string, perMember int, image string) (*floorController, error) {
 	f := &floorController{members: slices.Sorted(maps.Keys(cfgs)), clients: clients, listers: map[string]listersv1.PodNamespaceLister{},
-		changed: make(chan struct{}, 1)}
+		waiters: map[string]chan struct{}{}}
 	f.ctx, f.cancel = context.WithCancel(context.Background())
-	notify := func() {
-		select {
-		case f.changed <- struct{}{}:
-		default:
+	notify := func(member string, obj any) {
+		pod, ok := obj.(*corev1.Pod)
+		if !ok {
+			return
+		}
+		key := member + "/" + pod.Name
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		if ch := f.waiters[key]; ch != nil {
+			close(ch)
+			delete(f.waiters, key)
 		}
 	}
 	var pods []toolscache.SharedIndexInformer
@@ -93,7 +111,7 @@ func startFloor(ctx context.Context, cfgs map[string]*rest.Config, clients map[s
 			inf := fac.Core().V1().Pods().Informer()
 			pods = append(pods, inf)
 			return inf
-		}, func(string, any, bool, time.Time) { notify() })
+		}, func(member string, obj any, _ bool, _ time.Time) { notify(member, obj) })
 	if err != nil {
 		f.cancel()
 		return nil, err
@@ -101,28 +119,37 @@ func startFloor(ctx context.Context, cfgs map[string]*rest.Config, clients map[s
 	for i, m := range f.members {
 		f.listers[m] = listersv1.NewPodLister(pods[i].GetIndexer()).Pods(namespace)
 	}
-	for i := range perMember {
-		for _, m := range f.members {
-			f.order = append(f.order, [2]string{m, fmt.Sprintf("floor-%d", i)})
+	for _, g := range groups {
+		var order [][2]string
+		for i := range perMember {
+			for _, m := range f.members {
+				order = append(order, [2]string{m, fmt.Sprintf("%s-%d", g, i)})
+			}
 		}
+		f.orders = append(f.orders, order)
+		f.pods += len(order)
 	}
-	for _, p := range f.order {
-		_, err := clients[p[0]].CoreV1().Pods(namespace).Create(ctx, floorPod(p[1], image, 0), metav1.CreateOptions{})
-		if err != nil && !apierrors.IsAlreadyExists(err) {
-			f.stop()
-			return nil, fmt.Errorf("floor controller: creating %s/%s: %w", p[0], p[1], err)
+	for gi, order := range f.orders {
+		for _, p := range order {
+			_, err := clients[p[0]].CoreV1().Pods(namespace).Create(ctx, floorPod(groups[gi], p[1], image, 0), metav1.CreateOptions{})
+			if err != nil && !apierrors.IsAlreadyExists(err) {
+				f.stop()
+				return nil, fmt.Errorf("floor controller: creating %s/%s: %w", p[0], p[1], err)
+			}
 		}
 	}
 	return f, nil
 }
 
-// floorPod is the floor controller's pod name at image, Ready delay after
-// it is scheduled when delay is positive (the lab's kwok Stage).
-func floorPod(name, image string, delay time.Duration) *corev1.Pod {
+// floorPod is the floor controller's pod name of group at image, Ready
+// delay after it is scheduled when delay is positive (the lab's kwok
+// Stage).
+func floorPod(group, name, image string, delay time.Duration) *corev1.Pod {
 	t := podTemplate(floorLabels(), "floor", image)
 	if delay > 0 {
 		t.Annotations[delayAnnotation] = delay.String()
 	}
+	t.Labels[v1alpha1.LabelInstance] = group
 	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace, Labels: t.Labels, Annotations: t.Annotations}, Spec: t.Spec}
 }
 
@@ -138,7 +165,7 @@ func (f *floorController) stop() {
 func (f *floorController) system(obs *observer) *system {
 	return &system{
 		name: "floor",
-		pods: len(f.order),
+		pods: f.pods,
 		obs:  obs,
 		upgrade: func(_ context.Context, image string, delay time.Duration) error {
 			f.mu.Lock()
@@ -147,9 +174,14 @@ func (f *floorController) system(obs *observer) *system {
 			// The roll outlives the call, as a controller's work outlives
 			// the spec write that started it.
 			go func(done chan struct{}) {
-				err := f.roll(f.ctx, image, delay)
+				var wg sync.WaitGroup
+				errs := make([]error, len(f.orders))
+				for i, order := range f.orders {
+					wg.Go(func() { errs[i] = f.roll(f.ctx, order, image, delay) })
+				}
+				wg.Wait()
 				f.mu.Lock()
-				f.err = err
+				f.err = errors.Join(errs...)
 				f.mu.Unlock()
 				close(done)
 			}(f.done)
@@ -174,9 +206,10 @@ func (f *floorController) system(obs *observer) *system {
 	}
 }
 
-// roll replaces every pod not at image, one at a time in f.order.
-func (f *floorController) roll(ctx context.Context, image string, delay time.Duration) error {
-	for _, p := range f.order {
+// roll replaces every pod of one group not at image, one at a time in
+// order.
+func (f *floorController) roll(ctx context.Context, order [][2]string, image string, delay time.Duration) error {
+	for _, p := range order {
 		m, name := p[0], p[1]
 		pods := f.clients[m].CoreV1().Pods(namespace)
 		old, err := f.listers[m].Get(name)
@@ -187,14 +220,31 @@ func (f *floorController) roll(ctx context.Context, image string, delay time.Dur
 			continue
 		}
 		uid := old.UID
-		if err := pods.Delete(ctx, name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}}); err != nil {
+		// An API call that fails transiently (a loaded lab: item 11) is
+		// retried; one whose retry finds its work done (the pod gone, or
+		// there) succeeded the first time.
+		err = retry.OnError(retry.DefaultBackoff, transient, func() error {
+			err := pods.Delete(ctx, name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
+			if apierrors.IsNotFound(err) {
+				return nil
+			}
+			return err
+		})
+		if err != nil {
 			return fmt.Errorf("floor controller: deleting %s/%s: %w", m, name, err)
 		}
 		// The delete event: the name is free again.
 		if err := f.waitFor(ctx, m, name, func(p *corev1.Pod) bool { return p == nil || p.UID != uid }); err != nil {
 			return err
 		}
-		if _, err := pods.Create(ctx, floorPod(name, image, delay), metav1.CreateOptions{}); err != nil {
+		err = retry.OnError(retry.DefaultBackoff, transient, func() error {
+			_, err := pods.Create(ctx, floorPod(old.Labels[v1alpha1.LabelInstance], name, image, delay), metav1.CreateOptions{})
+			if apierrors.IsAlreadyExists(err) {
+				return nil
+			}
+			return err
+		})
+		if err != nil {
 			return fmt.Errorf("floor controller: creating %s/%s: %w", m, name, err)
 		}
 		if err := f.waitFor(ctx, m, name, func(p *corev1.Pod) bool { return p != nil && p.UID != uid && podwatch.Ready(p) }); err != nil {
@@ -205,22 +255,41 @@ func (f *floorController) roll(ctx context.Context, image string, delay time.Dur
 }
 
 // waitFor returns once ok holds for pod name of member m in the informer's
-// cache (nil when absent), checked on every pod event.
+// cache (nil when absent), checked on every event of that pod.
 func (f *floorController) waitFor(ctx context.Context, m, name string, ok func(*corev1.Pod) bool) error {
+	key := m + "/" + name
 	for {
+		// The waiter is in place before the lister is read: an event
+		// between the two closes it.
+		wake := make(chan struct{})
+		f.mu.Lock()
+		f.waiters[key] = wake
+		f.mu.Unlock()
 		p, err := f.listers[m].Get(name)
 		if err != nil && !apierrors.IsNotFound(err) {
 			return err
 		}
 		if ok(p) {
+			f.mu.Lock()
+			delete(f.waiters, key)
+			f.mu.Unlock()
 			return nil
 		}
 		select {
 		case <-ctx.Done():
 			return fmt.Errorf("floor controller: waiting for %s/%s: %w", m, name, ctx.Err())
-		case <-f.changed:
+		case <-wake:
 		}
 	}
+}
+
+// transient reports whether an API call's error may pass if the call is
+// made again: the server busy, timed out or failing for a while, or the
+// connection lost.
+func transient(err error) bool {
+	return apierrors.IsTooManyRequests(err) || apierrors.IsServerTimeout(err) || apierrors.IsTimeout(err) ||
+		apierrors.IsInternalError(err) || apierrors.IsServiceUnavailable(err) || utilnet.IsConnectionReset(err) ||
+		utilnet.IsProbableEOF(err)
 }
 
 // floorSelector selects the floor controller's pods.

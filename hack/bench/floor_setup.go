@@ -30,7 +30,7 @@ func (b *bench) setupFloor(ctx context.Context, image, fcName string) error {
 	}
 	b.res.observers = append(b.res.observers, obs)
 	perMember := b.res.fedop.pods / len(ms)
-	if b.floor, err = startFloor(ctx, cfgs, clients, perMember, image); err != nil {
+	if b.floor, err = startFloor(ctx, cfgs, clients, []string{"floor"}, perMember, image); err != nil {
 		return err
 	}
 	b.cleanup(b.floor.stop)
@@ -49,7 +49,12 @@ func (b *bench) stopFloor(ctx context.Context) error {
 		return nil
 	}
 	b.floor.stop()
-	for _, m := range b.floor.members {
+	return b.deleteFloorPods(ctx, b.floor.members)
+}
+
+// deleteFloorPods deletes the floor controller's pods in members.
+func (b *bench) deleteFloorPods(ctx context.Context, members []string) error {
+	for _, m := range members {
 		err := b.members[m].CoreV1().Pods(namespace).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: new(int64)},
 			metav1.ListOptions{LabelSelector: floorSelector()})
 		if err != nil {

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -11,6 +12,8 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/fedop-io/fedop/api/v1alpha1"
@@ -52,10 +55,11 @@ type manyRound struct {
 	overlaps int
 }
 
-// manyResult is item 11's outcome.
+// manyResult is item 11's outcome: fedop's rounds, and the floor
+// controller's with as many groups of the same pods.
 type manyResult struct {
-	federations int
-	rounds      []manyRound
+	federations   int
+	rounds, floor []manyRound
 }
 
 // manyFederation is one of item 11's FederationClusters: one component c
@@ -112,6 +116,75 @@ func (b *bench) manyPhase(ctx context.Context) error {
 			b.logf("  violation: %s (FederationCluster %s) deleted at %s", v.pod, v.group, v.start.Format("15:04:05.000"))
 		}
 	}
+	// The floor controller on the same lab, without fedop's pods.
+	b.deleteMany(obs)
+	return b.manyFloor(ctx, lab, n, pods)
+}
+
+// manyFloor rolls n groups of the floor controller's pods, as many as item
+// 11's FederationClusters have, all at once in each of b.manyRounds rounds:
+// what the lab itself gives a one-pod-at-a-time controller of that many
+// workloads, with no host cluster.
+func (b *bench) manyFloor(ctx context.Context, lab []string, n, pods int) error {
+	cfgs := map[string]*rest.Config{}
+	clients := map[string]kubernetes.Interface{}
+	for _, m := range lab {
+		cfgs[m], clients[m] = b.memberCfgs[m], b.members[m]
+	}
+	obs, err := startObserver(ctx, cfgs, floorSelector())
+	if err != nil {
+		return err
+	}
+	defer obs.stop()
+	groups := make([]string, n)
+	for i := range groups {
+		groups[i] = fmt.Sprintf("floor-%03d", i)
+	}
+	image := imagePrefix + "many-0"
+	f, err := startFloor(ctx, cfgs, clients, groups, manyPerMember, image)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		f.stop()
+		if err := b.deleteFloorPods(context.Background(), lab); err != nil {
+			b.logf("Item 11: %v", err)
+		}
+	}()
+	wctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
+	defer cancel()
+	if _, err := obs.waitRolledOut(wctx, image, pods); err != nil {
+		return err
+	}
+	sys := f.system(obs)
+	for r := 1; r <= b.manyRounds; r++ {
+		image := fmt.Sprintf("%smany-floor-%d", imagePrefix, r)
+		start := time.Now()
+		if err := sys.upgrade(ctx, image, 0); err != nil {
+			return err
+		}
+		// A roll that fails ends the round at once: its pods would never
+		// all be at image.
+		mctx, cancel := context.WithTimeout(ctx, 15*time.Minute)
+		rolled := make(chan error, 1)
+		go func() {
+			err := sys.settled(mctx)
+			if err != nil {
+				cancel()
+			}
+			rolled <- err
+		}()
+		round, err := manyMeasure(mctx, obs, start, image, pods)
+		err = errors.Join(<-rolled, err)
+		cancel()
+		if err != nil {
+			return fmt.Errorf("floor controller, round %d: %w", r, err)
+		}
+		b.res.many.floor = append(b.res.many.floor, round)
+		b.logf("Item 11, floor controller, round %d: %d steps in %s (%.1f per second), step overhead p50 %s p99 %s, %d one-at-a-time violations",
+			r, round.steps, ms(round.total), float64(round.steps)/round.total.Seconds(),
+			ms(e2e.Percentile(round.overheads, 50)), ms(e2e.Percentile(round.overheads, 99)), len(round.violations))
+	}
 	return nil
 }
 
@@ -146,7 +219,17 @@ func (b *bench) manyUpgrade(ctx context.Context, obs *observer, keys []client.Ob
 	if err := <-errs; err != nil {
 		return round, err
 	}
-	round.written = time.Since(start)
+	written := time.Since(start)
+	round, err = manyMeasure(ctx, obs, start, image, pods)
+	round.written = written
+	return round, err
+}
+
+// manyMeasure waits until obs sees all pods at image and Ready, and returns
+// what it saw of an upgrade of groups of them (by their instance label)
+// started at start.
+func manyMeasure(ctx context.Context, obs *observer, start time.Time, image string, pods int) (manyRound, error) {
+	var round manyRound
 	end, err := obs.waitRolledOut(ctx, image, pods)
 	if err != nil {
 		return round, err
@@ -200,15 +283,7 @@ func (r *results) manyRows() []row {
 	if len(m.rounds) == 0 {
 		return []row{notMeasured("11", "FederationClusters upgraded at once")}
 	}
-	var overheads []time.Duration
-	violations, steps := 0, 0
-	var total time.Duration
-	for _, rd := range m.rounds {
-		overheads = append(overheads, rd.overheads...)
-		violations += len(rd.violations)
-		steps += rd.steps
-		total += rd.total
-	}
+	overheads, violations, steps, total := pooledRounds(m.rounds)
 	p99 := e2e.Percentile(overheads, 99)
 	rows := []row{
 		{"11", fmt.Sprintf("%d FederationClusters of %d pods (2 members) upgraded at once: "+
@@ -225,7 +300,30 @@ func (r *results) manyRows() []row {
 	}
 	rows = append(rows, row{"11", "steps per second, all FederationClusters together",
 		fmt.Sprintf("%.1f (%d steps in %s)", float64(steps)/total.Seconds(), steps, ms(total)), reported, "-"})
+	if len(m.floor) > 0 {
+		overheads, _, steps, total := pooledRounds(m.floor)
+		p99 := e2e.Percentile(overheads, 99)
+		value := fmt.Sprintf("p99 %s, %.1f steps per second", ms(p99), float64(steps)/total.Seconds())
+		if single := median(roundPercentiles(r.stepFloor, 99)); single > 0 {
+			value = fmt.Sprintf("p99 %s (%.0f x its item 1 p99 of %s), %.1f steps per second", ms(p99), ratio(p99, single), ms(single),
+				float64(steps)/total.Seconds())
+		}
+		rows = append(rows, row{"11", fmt.Sprintf("the floor controller, %d groups of the same pods rolled at once: step overhead pooled, steps per second",
+			m.federations), value, reported, "-"})
+	}
 	return rows
+}
+
+// pooledRounds returns the step overheads, violations, steps and total time of
+// rounds together.
+func pooledRounds(rounds []manyRound) (overheads []time.Duration, violations, steps int, total time.Duration) {
+	for _, rd := range rounds {
+		overheads = append(overheads, rd.overheads...)
+		violations += len(rd.violations)
+		steps += rd.steps
+		total += rd.total
+	}
+	return overheads, violations, steps, total
 }
 
 // writeManyDetails writes item 11's section.
@@ -240,11 +338,25 @@ func (r *results) writeManyDetails(b *strings.Builder, _ options) {
 		"The step overhead is item 1's (the previous replacement seen Ready to the next deletion seen, within one FederationCluster), "+
 		"pooled over every FederationCluster; steps per second are all deletions over the time from the first upgrade written to the last new pod seen Ready.\n\n",
 		m.federations, manyPerMember, manyParallel)
-	b.WriteString(mdHead("round", "upgrades written in", "total", "steps", "steps per second", "p50", "p90", "p99", "max", "violations"))
-	for i, rd := range m.rounds {
-		b.WriteString(mdRow(fmt.Sprint(i+1), ms(rd.written), ms(rd.total), fmt.Sprint(rd.steps), fmt.Sprintf("%.1f", float64(rd.steps)/rd.total.Seconds()),
-			ms(e2e.Percentile(rd.overheads, 50)), ms(e2e.Percentile(rd.overheads, 90)), ms(e2e.Percentile(rd.overheads, 99)), ms(e2e.Percentile(rd.overheads, 100)),
-			fmt.Sprint(len(rd.violations))))
+	b.WriteString("The floor controller (section 1-2) then rolls as many groups of the same pods (" + fmt.Sprint(manyPerMember) +
+		" in each member, one group per goroutine, each one pod at a time) on the same lab, fedop's pods gone: what the lab itself gives " +
+		"a one-pod-at-a-time controller of that many workloads, with no host cluster, no status and no Events. " +
+		"When every workload has a step waiting, a step waits for the lab's capacity whatever the controller: " +
+		"its overhead is then set by steps per second, not by what a step costs alone.\n\n")
+	b.WriteString(mdHead("system", "round", "upgrades written in", "total", "steps", "steps per second", "p50", "p90", "p99", "max", "violations"))
+	for _, sys := range []struct {
+		name   string
+		rounds []manyRound
+	}{{"fedop", m.rounds}, {"floor", m.floor}} {
+		for i, rd := range sys.rounds {
+			written := "-"
+			if sys.name == "fedop" {
+				written = ms(rd.written)
+			}
+			b.WriteString(mdRow(sys.name, fmt.Sprint(i+1), written, ms(rd.total), fmt.Sprint(rd.steps), fmt.Sprintf("%.1f", float64(rd.steps)/rd.total.Seconds()),
+				ms(e2e.Percentile(rd.overheads, 50)), ms(e2e.Percentile(rd.overheads, 90)), ms(e2e.Percentile(rd.overheads, 99)), ms(e2e.Percentile(rd.overheads, 100)),
+				fmt.Sprint(len(rd.violations))))
+		}
 	}
 	for i, rd := range m.rounds {
 		for _, v := range rd.violations {
