@@ -36,8 +36,9 @@ const IndexInstance = "fedop.io/instance"
 // bench's item 11, 200 of them: 35% of the manager's CPU). By the index
 // it costs the objects listed.
 func CachedIndexes() []member.IndexField {
-	var out []member.IndexField
-	for _, obj := range append(CachedObjects(), &corev1.PersistentVolumeClaim{}) {
+	kinds := append(CachedObjects(), &corev1.PersistentVolumeClaim{})
+	out := make([]member.IndexField, 0, len(kinds))
+	for _, obj := range kinds {
 		out = append(out, member.IndexField{Object: obj, Field: IndexInstance, Extract: instanceOf})
 	}
 	return out

@@ -31,7 +31,11 @@ import (
 const floorLabel = "bench.fedop.io/controller"
 
 // floorLabels are the labels of the floor controller's pods.
-func floorLabels() map[string]string { return map[string]string{floorLabel: "floor"} }
+func floorLabels() map[string]string { return map[string]string{floorLabel: floorName} }
+
+// floorName names the floor controller: its systems in the report, its
+// pods' label value and workload, its one group in items 1 and 2.
+const floorName = "floor"
 
 // floorDescription says what the floor controller does and does not do;
 // the report prints it beside its figures.
@@ -145,7 +149,7 @@ func startFloor(ctx context.Context, cfgs map[string]*rest.Config, clients map[s
 // delay after it is scheduled when delay is positive (the lab's kwok
 // Stage).
 func floorPod(group, name, image string, delay time.Duration) *corev1.Pod {
-	t := podTemplate(floorLabels(), "floor", image)
+	t := podTemplate(floorLabels(), floorName, image)
 	if delay > 0 {
 		t.Annotations[delayAnnotation] = delay.String()
 	}
@@ -164,7 +168,7 @@ func (f *floorController) stop() {
 // watched by obs.
 func (f *floorController) system(obs *observer) *system {
 	return &system{
-		name: "floor",
+		name: floorName,
 		pods: f.pods,
 		obs:  obs,
 		upgrade: func(_ context.Context, image string, delay time.Duration) error {

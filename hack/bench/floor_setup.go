@@ -30,7 +30,7 @@ func (b *bench) setupFloor(ctx context.Context, image, fcName string) error {
 	}
 	b.res.observers = append(b.res.observers, obs)
 	perMember := b.res.fedop.pods / len(ms)
-	if b.floor, err = startFloor(ctx, cfgs, clients, []string{"floor"}, perMember, image); err != nil {
+	if b.floor, err = startFloor(ctx, cfgs, clients, []string{floorName}, perMember, image); err != nil {
 		return err
 	}
 	b.cleanup(b.floor.stop)

@@ -347,7 +347,7 @@ func (r *results) writeManyDetails(b *strings.Builder, _ options) {
 	for _, sys := range []struct {
 		name   string
 		rounds []manyRound
-	}{{"fedop", m.rounds}, {"floor", m.floor}} {
+	}{{"fedop", m.rounds}, {floorName, m.floor}} {
 		for i, rd := range sys.rounds {
 			written := "-"
 			if sys.name == "fedop" {
