@@ -19,12 +19,7 @@ import (
 // 9), with an observer of its own built like theirs.
 func (b *bench) setupFloor(ctx context.Context, image, fcName string) error {
 	ms := b.options.members[:2]
-	cfgs := map[string]*rest.Config{}
-	clients := map[string]kubernetes.Interface{}
-	for _, m := range ms {
-		cfgs[m], clients[m] = b.memberCfgs[m], b.members[m]
-	}
-	obs, err := startObserver(ctx, cfgs, floorSelector())
+	cfgs, clients, obs, err := b.floorLab(ctx, ms)
 	if err != nil {
 		return err
 	}
@@ -40,6 +35,18 @@ func (b *bench) setupFloor(ctx context.Context, image, fcName string) error {
 	}
 	b.cleanup(b.stepWrites.stop)
 	return nil
+}
+
+// floorLab returns the REST configs and clients of members, where the
+// floor controller is to run, and an observer of its pods there.
+func (b *bench) floorLab(ctx context.Context, members []string) (map[string]*rest.Config, map[string]kubernetes.Interface, *observer, error) {
+	cfgs := map[string]*rest.Config{}
+	clients := map[string]kubernetes.Interface{}
+	for _, m := range members {
+		cfgs[m], clients[m] = b.memberCfgs[m], b.members[m]
+	}
+	obs, err := startObserver(ctx, cfgs, floorSelector())
+	return cfgs, clients, obs, err
 }
 
 // stopFloor stops the floor controller and deletes its pods, so that

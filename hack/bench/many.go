@@ -12,8 +12,6 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/fedop-io/fedop/api/v1alpha1"
@@ -126,12 +124,7 @@ func (b *bench) manyPhase(ctx context.Context) error {
 // what the lab itself gives a one-pod-at-a-time controller of that many
 // workloads, with no host cluster.
 func (b *bench) manyFloor(ctx context.Context, lab []string, n, pods int) error {
-	cfgs := map[string]*rest.Config{}
-	clients := map[string]kubernetes.Interface{}
-	for _, m := range lab {
-		cfgs[m], clients[m] = b.memberCfgs[m], b.members[m]
-	}
-	obs, err := startObserver(ctx, cfgs, floorSelector())
+	cfgs, clients, obs, err := b.floorLab(ctx, lab)
 	if err != nil {
 		return err
 	}
