@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
@@ -332,9 +334,12 @@ func TestMutexPreAcknowledgedStepActsFirst(t *testing.T) {
 			return c.SubResource(sub).Update(ctx, obj, opts...)
 		},
 	})
+	acks, records := statusWrites(t, writeAcknowledge), statusWrites(t, writeRecord)
 	_, err = reconcileFC(t, h, fc)
 	require.NoError(t, err)
 	assert.False(t, heldOff, "the deletion did not wait for the status write")
+	assert.Equal(t, acks, statusWrites(t, writeAcknowledge), "fedop_status_write_seconds: no write before the act")
+	assert.Equal(t, records+1, statusWrites(t, writeRecord), "fedop_status_write_seconds: one write after the deletion")
 	h.r.client, h.onDelete = h.host, nil
 	require.Len(t, h.deletes, 1)
 	assert.Equal(t, types.UID("uid-old"), *h.deletes[0].Preconditions.UID)
@@ -384,6 +389,15 @@ func TestMutexPreAcknowledgedStepActsFirst(t *testing.T) {
 	assert.Equal(t, "demo-pd-0", stored.Status.Operation.Pod)
 }
 
+// statusWrites returns how many writes fedop_status_write_seconds has
+// timed with label when.
+func statusWrites(t *testing.T, when string) uint64 {
+	t.Helper()
+	var m dto.Metric
+	require.NoError(t, statusWrite.WithLabelValues(when).(prometheus.Metric).Write(&m))
+	return m.GetHistogram().GetSampleCount()
+}
+
 // TestMutexTakeoverWritesBeforeActing: the same acknowledged step, held by
 // another manager: this one takes the operation over with a status write
 // before it deletes anything.
@@ -392,8 +406,10 @@ func TestMutexTakeoverWritesBeforeActing(t *testing.T) {
 	replacement.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
 	h := newHarness(t, fc, nil, old, replacement)
 
+	acks := statusWrites(t, writeAcknowledge)
 	_, err := reconcileFC(t, h, fc)
 	require.NoError(t, err)
+	assert.Equal(t, acks+1, statusWrites(t, writeAcknowledge), "fedop_status_write_seconds: the takeover's write before the act")
 	require.Len(t, h.deletes, 1)
 	require.NotNil(t, h.opAtDelete[0])
 	assert.Equal(t, "test-manager", h.opAtDelete[0].Holder)

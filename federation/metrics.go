@@ -54,6 +54,17 @@ var (
 		Help:    "Time of each phase between the previous step's pod becoming available and the next deletion returning: queue, observe, plan, status, act, delete.",
 		Buckets: []float64{0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1},
 	}, []string{"phase"})
+	// statusWrite times the status writes of the rolling controller to
+	// the host (record), by when the write is made: "acknowledge",
+	// before the act it names, which waits for it; or "record", after the
+	// deletion of a step the stored operation acknowledged already
+	// (preAcknowledged), which the next reconcile of the same
+	// FederationCluster, the one that creates the replacement, waits for.
+	statusWrite = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "fedop_status_write_seconds",
+		Help:    "Round trip of each FederationCluster status write to the host: acknowledge (before the act it names) or record (after a step's deletion).",
+		Buckets: []float64{0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5},
+	}, []string{"when"})
 	// conditionGauge is 1 for each condition's current status of a
 	// FederationCluster and 0 for the other two statuses, as
 	// kube-state-metrics exports conditions.
@@ -71,7 +82,7 @@ var (
 )
 
 func init() {
-	metrics.Registry.MustRegister(rolloutSteps, stepOverhead, stepPhase, conditionGauge, podsGauge)
+	metrics.Registry.MustRegister(rolloutSteps, stepOverhead, stepPhase, statusWrite, conditionGauge, podsGauge)
 }
 
 // exportStatus sets the gauges of FederationCluster key from its status,

@@ -64,21 +64,31 @@ func (r *Reconciler) acknowledge(
 	if wait := r.status.wait(fc, &status, now); wait > 0 {
 		return wait, true, false, reconcile.Result{}, nil
 	}
-	if res, err := r.record(ctx, fc, status, now); err != nil || res.RequeueAfter > 0 {
+	if res, err := r.record(ctx, fc, status, now, writeAcknowledge); err != nil || res.RequeueAfter > 0 {
 		return 0, false, false, res, err
 	}
 	return 0, true, false, reconcile.Result{}, nil
 }
 
+// When a status write is made, for fedop_status_write_seconds.
+const (
+	writeAcknowledge = "acknowledge"
+	writeRecord      = "record"
+)
+
 // record writes status over fc's, an update with fc's resourceVersion as
-// precondition, and remembers the write (statusWriter). A failed write
-// comes back as writeFailed's result.
+// precondition, and remembers the write (statusWriter). when says whether
+// it precedes the act or follows a step's deletion (the metric's label).
+// A failed write comes back as writeFailed's result.
 func (r *Reconciler) record(
-	ctx context.Context, fc *v1alpha1.FederationCluster, status v1alpha1.FederationClusterStatus, now time.Time,
+	ctx context.Context, fc *v1alpha1.FederationCluster, status v1alpha1.FederationClusterStatus, now time.Time, when string,
 ) (reconcile.Result, error) {
 	replaced := fc.ResourceVersion
 	fc.Status = status
-	if err := r.client.Status().Update(ctx, fc); err != nil {
+	start := r.clock.Now()
+	err := r.client.Status().Update(ctx, fc)
+	statusWrite.WithLabelValues(when).Observe(r.clock.Since(start).Seconds())
+	if err != nil {
 		return writeFailed(ctx, err, "writing status")
 	}
 	r.status.wrote(fc, now, replaced)

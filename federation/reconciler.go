@@ -343,7 +343,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if after {
 		// After the deletion returned: the write must not be seen before
 		// the deletion it records (a step's critical path ends there).
-		if res, err := r.record(ctx, fc, status, obs.now); err != nil || res.RequeueAfter > 0 {
+		if res, err := r.record(ctx, fc, status, obs.now, writeRecord); err != nil || res.RequeueAfter > 0 {
 			return res, err
 		}
 	}

@@ -589,9 +589,22 @@ const eventGrace = time.Second
 // delayPhase runs item 2: the same upgrades with every new pod Ready only
 // after the readiness delay.
 func (b *bench) delayPhase(ctx context.Context) error {
+	before, err := scrapeMetrics(ctx, b.metricsURL)
+	if err != nil {
+		return err
+	}
 	got, err := b.upgradeRounds(ctx, b.delayRounds, "delay", b.delay)
 	if err != nil {
 		return err
+	}
+	after, err := scrapeMetrics(ctx, b.metricsURL)
+	if err != nil {
+		return err
+	}
+	for _, when := range []string{"record", "acknowledge"} {
+		if mean, n := histogramMean(before, after, "fedop_status_write_seconds", map[string]string{"when": when}); n > 0 {
+			b.res.delayWrites = append(b.res.delayWrites, phaseMean{when, mean, n})
+		}
 	}
 	b.res.delayFedop, b.res.delaySTS, b.res.delayFloor = got[b.res.fedop], got[b.res.sts], got[b.res.floor]
 	for _, o := range b.res.observers {

@@ -64,6 +64,9 @@ type results struct {
 	// stepPhases split the manager's step overhead by phase
 	// (fedop_rollout_step_phase_seconds) over the same rounds.
 	stepPhases []phaseMean
+	// delayWrites are the manager's host status writes over item 2's
+	// rounds (fedop_status_write_seconds), by when they were made.
+	delayWrites []phaseMean
 
 	memory   []memPoint
 	profiles []profile

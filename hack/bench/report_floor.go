@@ -114,6 +114,17 @@ func (r *results) writePhases(b *strings.Builder, o options) {
 			b.WriteString(mdRow(set.what, ws[0].rollout.system, fmt.Sprint(m.n), ms(m.deletion), ms(m.gone), ms(m.created), ms(m.scheduled), ms(m.ready), fmt.Sprint(skipped)))
 		}
 	}
+	if len(r.delayWrites) > 0 {
+		b.WriteString("\nfedop's host status writes over item 2's rounds, by the manager's `fedop_status_write_seconds` (round trip; mean, writes): ")
+		parts := make([]string, 0, len(r.delayWrites))
+		for _, w := range r.delayWrites {
+			parts = append(parts, fmt.Sprintf("%s %.2fms (%.0f)", w.phase, float64(w.mean.Microseconds())/1000, w.steps))
+		}
+		b.WriteString(strings.Join(parts, ", ") + ". " +
+			"A step's record is written after its deletion returns, in the reconcile that deleted; the replacement is created by the next reconcile " +
+			"of the same FederationCluster, which the pod's delete event starts only once that write has returned. " +
+			"When the write takes longer than the pod takes to go, the creation waits for the rest: part of fedop's gap from pod gone to created.\n")
+	}
 }
 
 // writeCriticalWrites writes item 9's section.
