@@ -174,9 +174,10 @@ func (b *bench) manyFloor(ctx context.Context, lab []string, n, pods int) error 
 			return fmt.Errorf("floor controller, round %d: %w", r, err)
 		}
 		b.res.many.floor = append(b.res.many.floor, round)
-		b.logf("Item 11, floor controller, round %d: %d steps in %s (%.1f per second), step overhead p50 %s p99 %s, %d one-at-a-time violations",
+		b.logf("Item 11, floor controller, round %d: %d steps in %s (%.1f per second), step overhead p50 %s p99 %s, %d one-at-a-time violations; "+
+			"replacements deleted before Ready and made again so far: %d",
 			r, round.steps, ms(round.total), float64(round.steps)/round.total.Seconds(),
-			ms(e2e.Percentile(round.overheads, 50)), ms(e2e.Percentile(round.overheads, 99)), len(round.violations))
+			ms(e2e.Percentile(round.overheads, 50)), ms(e2e.Percentile(round.overheads, 99)), len(round.violations), f.remade.Load())
 	}
 	return nil
 }
