@@ -230,8 +230,8 @@ func (f *floorController) roll(ctx context.Context, order [][2]string, image str
 		}
 		uid := old.UID
 		// An API call that fails transiently (a loaded lab: item 11) is
-		// retried; one whose retry finds its work done (the pod gone, or
-		// there) succeeded the first time.
+		// retried; one whose retry finds the pod gone succeeded the first
+		// time.
 		err = retry.OnError(retry.DefaultBackoff, transient, func() error {
 			err := pods.Delete(ctx, name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
 			if apierrors.IsNotFound(err) {
@@ -257,8 +257,8 @@ func (f *floorController) roll(ctx context.Context, order [][2]string, image str
 // m, and returns once the informer shows it Ready. A replacement deleted
 // before it is Ready is created again, as a controller would: the
 // informer showed it, then its delete event. (In item 11 on a loaded lab,
-// four replacements of one member vanished in the same second, deleted by
-// none of the benchmark's code; the roll waited for them forever.)
+// four replacements in one member were created and then deleted by none
+// of the benchmark's code; the roll waited for them forever.)
 func (f *floorController) replace(ctx context.Context, m, name string, uid types.UID, pod *corev1.Pod) error {
 	pods := f.clients[m].CoreV1().Pods(namespace)
 	for {
