@@ -15,8 +15,8 @@ import (
 
 // setupFloor starts the floor controller beside fedop and the StatefulSet
 // of items 1 and 2, on the same two members with as many pods as fedop's
-// FederationCluster (fcName, whose writes it also starts watching for item
-// 9), with an observer of its own built like theirs.
+// FederationCluster (fcName, whose writes item 9 counts), with an
+// observer of its own built like theirs.
 func (b *bench) setupFloor(ctx context.Context, image, fcName string) error {
 	ms := b.options.members[:2]
 	cfgs, clients, obs, err := b.floorLab(ctx, ms)
@@ -30,10 +30,7 @@ func (b *bench) setupFloor(ctx context.Context, image, fcName string) error {
 	}
 	b.cleanup(b.floor.stop)
 	b.res.floor = b.floor.system(obs)
-	if b.stepWrites, err = startFCWriteWatch(ctx, b.hostCfg, namespace, fcName); err != nil {
-		return err
-	}
-	b.cleanup(b.stepWrites.stop)
+	b.stepFC = fcName
 	return nil
 }
 
@@ -75,13 +72,18 @@ func (b *bench) deleteFloorPods(ctx context.Context, members []string) error {
 // part and, for fedop, the FederationCluster's writes in and out of their
 // critical windows, counted from the upgrade's start to now (its
 // completion recorded, and the events' grace passed).
-func (b *bench) afterUpgrade(s *system, w *windowResult) {
+func (b *bench) afterUpgrade(s *system, w *windowResult) error {
 	w.phases, w.skipped = computePhases(s.obs.records(), w.rollout.start)
-	if s == b.res.fedop && b.stepWrites != nil {
-		w.writes = attributeWrites(b.stepWrites.times(), w.phases, w.rollout.start, time.Now())
+	if s == b.res.fedop && b.stepFC != "" {
+		times, err := fcWriteTimes(b.hostAuditLog, b.stepFC)
+		if err != nil {
+			return err
+		}
+		w.writes = attributeWrites(times, w.phases, w.rollout.start, time.Now())
 		b.logf("  host writes to FederationCluster step: %d inside the %d steps' critical windows, %d outside",
 			w.writes.inside, w.writes.steps, w.writes.outside)
 	}
+	return nil
 }
 
 // systems are the systems of items 1 and 2 that exist, in the order their

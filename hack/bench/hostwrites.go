@@ -1,86 +1,60 @@
 package main
 
 import (
-	"context"
+	"bufio"
+	"encoding/json"
 	"fmt"
+	"os"
 	"slices"
-	"sync"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/dynamic/dynamicinformer"
-	"k8s.io/client-go/rest"
-	toolscache "k8s.io/client-go/tools/cache"
+	auditv1 "k8s.io/apiserver/pkg/apis/audit/v1"
 
 	"github.com/fedop-io/fedop/api/v1alpha1"
-	"github.com/fedop-io/fedop/internal/podwatch"
 )
 
-// fcWriteWatch watches one FederationCluster on the host and stamps, on
-// receipt, every change of its resourceVersion: each is one write that
-// landed (status or spec; a write that changed nothing keeps the
-// resourceVersion and is not seen). A write lands before its event
-// arrives, so a stamp is late by the watch's delivery time.
-type fcWriteWatch struct {
-	cancel   context.CancelFunc
-	informer dynamicinformer.DynamicSharedInformerFactory
-	// mu guards writes, appended to by the informer's goroutine.
-	mu     sync.Mutex
-	writes []time.Time
-}
+// Item 9 reads the host's writes to a FederationCluster from the host
+// kube-apiserver's audit log, which hack/bench.sh turns on for the host
+// only, with a policy that logs every write to a FederationCluster (spec
+// or status) and nothing else (write_host_audit_policy). The log gives
+// each write its time on the API server: the stageTimestamp of its
+// ResponseComplete event, once the write was stored. A watch of the
+// FederationCluster, which item 9 used before, stamps a write only when
+// its event reaches the watcher, which on a loaded lab can be after
+// events of the members that came later; the audit log has no such delay.
+// The observer's receive times are on the same machine's clock.
 
-// startFCWriteWatch starts watching FederationCluster name in ns on the
-// host and returns once the watch has listed it.
-func startFCWriteWatch(ctx context.Context, hostCfg *rest.Config, ns, name string) (*fcWriteWatch, error) {
-	dc, err := dynamic.NewForConfig(fastConfig(hostCfg))
+// fcWriteTimes returns the times, on the host's API server, of the
+// successful writes (create, update, patch, delete: spec or status; one
+// that changed nothing included) to FederationCluster name, in the
+// benchmark's namespace, in the audit log at path, in the log's order. It
+// errors when the log cannot be read or a line is not an audit event.
+func fcWriteTimes(path, name string) ([]time.Time, error) {
+	f, err := os.Open(path)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("reading the host's audit log: %w", err)
 	}
-	gvr := schema.GroupVersionResource{Group: v1alpha1.GroupVersion.Group, Version: v1alpha1.GroupVersion.Version, Resource: "federationclusters"}
-	wctx, cancel := context.WithCancel(context.Background())
-	w := &fcWriteWatch{cancel: cancel}
-	w.informer = dynamicinformer.NewFilteredDynamicSharedInformerFactory(dc, 0, ns, func(lo *metav1.ListOptions) {
-		lo.FieldSelector = "metadata.name=" + name
-	})
-	inf := w.informer.ForResource(gvr).Informer()
-	if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
-		UpdateFunc: func(oldObj, newObj any) {
-			at := time.Now()
-			o, ok1 := oldObj.(metav1.Object)
-			n, ok2 := newObj.(metav1.Object)
-			if !ok1 || !ok2 || o.GetResourceVersion() == n.GetResourceVersion() {
-				return
-			}
-			w.mu.Lock()
-			w.writes = append(w.writes, at)
-			w.mu.Unlock()
-		},
-	}); err != nil {
-		cancel()
-		return nil, err
-	}
-	w.informer.Start(wctx.Done())
-	sctx, cancelSync := context.WithTimeout(ctx, podwatch.SyncTimeout)
-	defer cancelSync()
-	for _, ok := range w.informer.WaitForCacheSync(sctx.Done()) {
-		if !ok {
-			w.stop()
-			return nil, fmt.Errorf("the watch of FederationCluster %s/%s did not sync within %s", ns, name, podwatch.SyncTimeout)
+	defer func() { _ = f.Close() }() // read only: nothing to lose
+	var out []time.Time
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
+	for line := 1; sc.Scan(); line++ {
+		var ev auditv1.Event
+		if err := json.Unmarshal(sc.Bytes(), &ev); err != nil {
+			return nil, fmt.Errorf("the host's audit log %s, line %d: %w", path, line, err)
 		}
+		ref := ev.ObjectRef
+		if ev.Stage != auditv1.StageResponseComplete || ref == nil ||
+			ref.APIGroup != v1alpha1.GroupVersion.Group || ref.Resource != "federationclusters" ||
+			ref.Namespace != namespace || ref.Name != name ||
+			!slices.Contains([]string{"create", "update", "patch", "delete"}, ev.Verb) ||
+			ev.ResponseStatus == nil || ev.ResponseStatus.Code >= 300 {
+			continue
+		}
+		out = append(out, ev.StageTimestamp.Time)
 	}
-	return w, nil
-}
-
-// times returns the receive times of every write seen so far.
-func (w *fcWriteWatch) times() []time.Time {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return slices.Clone(w.writes)
-}
-
-func (w *fcWriteWatch) stop() {
-	w.cancel()
-	w.informer.Shutdown()
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("reading the host's audit log: %w", err)
+	}
+	return out, nil
 }

@@ -42,12 +42,14 @@ func main() {
 // options are the command's flags.
 type options struct {
 	labDir, metricsURL, pprofURL, out, microFile, kwokVersion, commit string
-	members                                                           []string
-	managerPID                                                        int
-	rounds, delayRounds                                               int
-	delay                                                             time.Duration
-	perMember                                                         int
-	memBase, memTotal, unrelated                                      int
+	// hostAuditLog is the host kube-apiserver's audit log (item 9).
+	hostAuditLog                 string
+	members                      []string
+	managerPID                   int
+	rounds, delayRounds          int
+	delay                        time.Duration
+	perMember                    int
+	memBase, memTotal, unrelated int
 	// scriptStart is when hack/bench.sh started, in Unix seconds.
 	scriptStart int64
 	// items are the items to measure (1 to 8).
@@ -80,6 +82,7 @@ func parseFlags() (options, error) {
 	var o options
 	var members string
 	flag.StringVar(&o.labDir, "lab-dir", ".lab/bench", "The lab directory: host.kubeconfig and <member>.kubeconfig.")
+	flag.StringVar(&o.hostAuditLog, "host-audit-log", "", "The host kube-apiserver's audit log, logging every write to a FederationCluster (item 9; hack/bench.sh sets it up). Default: the lab's host's, under --lab-dir.")
 	flag.StringVar(&members, "members", "k8s-a,k8s-b", "The member clusters, comma-separated; the first also runs the reference StatefulSet.")
 	flag.IntVar(&o.managerPID, "manager-pid", 0, "The pid of the running fedop-manager (its RSS is read from /proc).")
 	flag.StringVar(&o.metricsURL, "metrics-url", "", "The manager's metrics endpoint, e.g. http://127.0.0.1:18380/metrics.")
@@ -128,6 +131,11 @@ func parseFlags() (options, error) {
 	o.memberSizes = slices.Compact(o.memberSizes)
 	if o.labDir, err = filepath.Abs(o.labDir); err != nil {
 		return o, err
+	}
+	if o.hostAuditLog == "" {
+		// Where kwokctl --runtime binary keeps the host's, in hack/lab.sh's
+		// KWOK_WORKDIR.
+		o.hostAuditLog = filepath.Join(o.labDir, "kwok", "clusters", hostCluster, "logs", "audit.log")
 	}
 	switch {
 	case (o.items[1] || o.items[7] || o.items[11]) && (o.managerPID == 0 || o.metricsURL == ""):
@@ -219,10 +227,10 @@ type bench struct {
 	managerPprof bool
 	// fleet is the apiserver-only members of items 5 and 6, once started.
 	fleet *fleet
-	// floor is the floor controller of items 1 and 2; stepWrites the
-	// watch of item 1's FederationCluster's writes (item 9).
-	floor      *floorController
-	stepWrites *fcWriteWatch
+	// floor is the floor controller of items 1 and 2; stepFC the name of
+	// their FederationCluster, whose writes item 9 counts.
+	floor  *floorController
+	stepFC string
 	// cleanups run when the run ends, however it ends, last first.
 	cleanups []func()
 }
@@ -481,7 +489,9 @@ func (b *bench) upgradeRounds(ctx context.Context, rounds int, tag string, delay
 			if err != nil {
 				return nil, err
 			}
-			b.afterUpgrade(s, &w)
+			if err := b.afterUpgrade(s, &w); err != nil {
+				return nil, err
+			}
 			o := w.rollout
 			b.logf("Round %d, %s, readiness delay %s: %d deletions in %s (floor N x D %s), step overhead p50 %s p90 %s max %s, %d overlaps; manager requests: %s",
 				r, s.name, delay, o.steps.deletions, ms(o.total()), time.Duration(s.pods)*delay, ms(e2e.Percentile(o.steps.overheads, 50)),

@@ -62,7 +62,7 @@ func (r *results) floorRows(o options) []row {
 	if steps > 0 {
 		in, out := float64(inside)/float64(steps), float64(outside)/float64(steps)
 		rows = append(rows,
-			row{"9", "host writes on a step's critical path (FederationCluster writes seen between the previous replacement seen Ready and the next deletion seen), per step",
+			row{"9", "host writes on a step's critical path (FederationCluster writes the host's audit log times between the previous replacement seen Ready and the next deletion seen), per step",
 				fmt.Sprintf("%.2f (%d in %d steps)", in, inside, steps), fmt.Sprintf("%.0f", targetCriticalWrites), metStr(in <= targetCriticalWrites)},
 			row{"9", "host writes outside the critical path, per step (same rollouts)", fmt.Sprintf("%.2f (%d)", out, outside), reported, "-"})
 	}
@@ -130,12 +130,12 @@ func (r *results) writePhases(b *strings.Builder, o options) {
 // writeCriticalWrites writes item 9's section.
 func (r *results) writeCriticalWrites(b *strings.Builder) {
 	b.WriteString("\n## 9. Host writes on a step's critical path\n\n")
-	b.WriteString("A watch of the FederationCluster `step` on the host, in the benchmark, stamps on receipt each change of its resourceVersion " +
-		"(every write that landed: status or spec; a write that changed nothing keeps the resourceVersion and is not seen). " +
-		"Each is attributed to the critical window of the step it falls in, from the previous replacement seen Ready (inclusive) to the next deletion seen (exclusive), " +
+	b.WriteString("The host's kube-apiserver keeps an audit log of every write to a FederationCluster, spec or status, and of nothing else (hack/bench.sh). " +
+		"Each successful write to the FederationCluster `step`, one that changed nothing included, is timed by its ResponseComplete event: on the API server, once it was stored. " +
+		"It is attributed to the critical window of the step it falls in, from the previous replacement seen Ready (inclusive) to the next deletion seen (exclusive), " +
 		"or counted outside when it falls elsewhere between the upgrade's start and its completion recorded. " +
-		"The stamps are receive times: a write lands before its event arrives, so a write made just before a deletion may be seen after it " +
-		"and counted outside; the deletion is seen through another watch, of another cluster's API server.\n\n")
+		"The windows' ends are the observer's receive times, on the same machine's clock. " +
+		"A watch of the FederationCluster, which this item used before, stamped a write only when its event arrived, which on a loaded lab can be after member events that came later.\n\n")
 	b.WriteString(mdHead("rounds", "round", "steps", "writes inside", "writes outside"))
 	for _, set := range []struct {
 		what string
