@@ -105,14 +105,15 @@ trap 'exit 143' TERM
 # both match.
 export LAB_KWOK_STAGES=$LAB_DIR/bench-stages.yaml
 
-# The host's kube-apiserver logs every write to a FederationCluster, spec or
-# status, and nothing else: item 9 takes each write's time from this log
-# (hack/bench/hostwrites.go), on the API server, where a watch would see it
-# only once its event arrived.
-export LAB_HOST_AUDIT_POLICY=$LAB_DIR/host-audit-policy.yaml
-write_host_audit_policy() {
+# Every cluster's kube-apiserver logs each write to a FederationCluster
+# (spec or status: the host's) and each pod deletion (the members'), and
+# nothing else: item 9 times a step's host writes and its deletion from
+# these logs (hack/bench/hostwrites.go), on the API servers, where a watch
+# would see them only once their events arrived.
+export LAB_AUDIT_POLICY=$LAB_DIR/audit-policy.yaml
+write_audit_policy() {
   mkdir -p "$LAB_DIR"
-  cat >"$LAB_HOST_AUDIT_POLICY" <<'EOF'
+  cat >"$LAB_AUDIT_POLICY" <<'EOF'
 apiVersion: audit.k8s.io/v1
 kind: Policy
 omitStages: [RequestReceived, ResponseStarted, Panic]
@@ -122,6 +123,11 @@ rules:
   resources:
   - group: fedop.io
     resources: [federationclusters, federationclusters/status]
+- level: Metadata
+  verbs: [delete]
+  resources:
+  - group: ""
+    resources: [pods]
 - level: None
 EOF
 }
@@ -199,14 +205,14 @@ begin "Lab (host, $MEMBERS) in $LAB_DIR"
 # A fresh lab: what an earlier, interrupted run left would skew the figures.
 "$ROOT/hack/lab.sh" down >/dev/null 2>&1 || true
 write_bench_stages
-write_host_audit_policy
+write_audit_policy
 if ! "$ROOT/hack/lab.sh" up; then
   # kwokctl picks ports by probing; another lab starting at the same moment
   # can take one first. Once more, from scratch.
   log "Lab start failed; trying once more"
   "$ROOT/hack/lab.sh" down >/dev/null 2>&1 || true
   write_bench_stages
-  write_host_audit_policy
+  write_audit_policy
   "$ROOT/hack/lab.sh" up
 fi
 
@@ -234,7 +240,6 @@ begin "Measurements"
 mkdir -p "$(dirname "$OUT")"
 "$LAB_DIR/fedop-bench" \
   --lab-dir "$LAB_DIR" \
-  --host-audit-log "$LAB_DIR/kwok/clusters/host/logs/audit.log" \
   --members "${MEMBERS// /,}" \
   --manager-pid "$(cat "$MANAGER_PID")" \
   --metrics-url "http://127.0.0.1:$port/metrics" \

@@ -41,9 +41,10 @@
 #   LAB_NODES_PER_ZONE  fake nodes per zone (default 1)
 #   LAB_KWOK_STAGES     a file of extra kwok Stages, appended to the lab's
 #                       own (hack/bench.sh adds a readiness delay this way)
-#   LAB_HOST_AUDIT_POLICY  an audit policy file for the host's kube-apiserver;
-#                       its log is $LAB_DIR/kwok/clusters/host/logs/audit.log
-#                       (hack/bench.sh logs FederationCluster writes this way)
+#   LAB_AUDIT_POLICY    an audit policy file for every cluster's kube-apiserver;
+#                       each one's log is $LAB_DIR/kwok/clusters/<name>/logs/audit.log
+#                       (hack/bench.sh times FederationCluster writes and pod
+#                       deletions this way)
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
@@ -235,8 +236,8 @@ up_cluster() {
   else
     log "Creating cluster $name (pod IPs from $cidr)"
     local audit=()
-    if [[ $name == "$HOST" && -n ${LAB_HOST_AUDIT_POLICY:-} ]]; then
-      audit=(--kube-audit-policy "$LAB_HOST_AUDIT_POLICY")
+    if [[ -n ${LAB_AUDIT_POLICY:-} ]]; then
+      audit=(--kube-audit-policy "$LAB_AUDIT_POLICY")
     fi
     # --kubeconfig "" keeps kwokctl from editing ~/.kube/config.
     flock -o "$LAB_LOCK" "$KWOKCTL" create cluster --name "$name" "${audit[@]}" \

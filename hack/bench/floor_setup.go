@@ -71,18 +71,38 @@ func (b *bench) deleteFloorPods(ctx context.Context, members []string) error {
 // afterUpgrade adds to w, an upgrade of s just measured, its steps part by
 // part and, for fedop, the FederationCluster's writes in and out of their
 // critical windows, counted from the upgrade's start to now (its
-// completion recorded, and the events' grace passed).
+// completion recorded, and the events' grace passed), from the lab's audit
+// logs (hostwrites.go).
 func (b *bench) afterUpgrade(s *system, w *windowResult) error {
 	w.phases, w.skipped = computePhases(s.obs.records(), w.rollout.start)
-	if s == b.res.fedop && b.stepFC != "" {
-		times, err := fcWriteTimes(b.hostAuditLog, b.stepFC)
-		if err != nil {
+	if s != b.res.fedop || b.stepFC == "" {
+		return nil
+	}
+	writes, err := fcWrites(auditLog(b.labDir, hostCluster), b.stepFC)
+	if err != nil {
+		return err
+	}
+	deletes := map[string]map[string][]time.Time{}
+	for _, m := range b.options.members[:2] {
+		if deletes[m], err = podDeletes(auditLog(b.labDir, m)); err != nil {
 			return err
 		}
-		w.writes = attributeWrites(times, w.phases, w.rollout.start, time.Now())
-		b.logf("  host writes to FederationCluster step: %d inside the %d steps' critical windows, %d outside",
-			w.writes.inside, w.writes.steps, w.writes.outside)
 	}
+	unmatched := matchDeletes(w.phases, deletes)
+	w.writes = attributeWrites(times(writes), w.phases, w.rollout.start, time.Now())
+	w.writes.unmatched = unmatched
+	for _, hw := range writes {
+		for i, st := range w.phases {
+			if !hw.at.Before(st.anchor) && hw.at.Before(st.deletedAt) {
+				b.logf("  host write between step %d's previous replacement seen Ready and its deletion seen: "+
+					"%s at %s, %s after that Ready, %s before the DELETE's receipt, %s before the deletion seen",
+					i+1, hw.what, hw.at.Format("15:04:05.000000"), hw.at.Sub(st.anchor), st.deleteSent.Sub(hw.at), st.deletedAt.Sub(hw.at))
+			}
+		}
+	}
+	b.logf("  host writes to FederationCluster step: %d inside the %d steps' critical windows, %d outside "+
+		"(%d inside if a window ended at the deletion seen; %d deletions not in the audit logs)",
+		w.writes.inside, w.writes.steps, w.writes.outside, w.writes.insideSeen, unmatched)
 	return nil
 }
 

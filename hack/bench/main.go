@@ -42,14 +42,12 @@ func main() {
 // options are the command's flags.
 type options struct {
 	labDir, metricsURL, pprofURL, out, microFile, kwokVersion, commit string
-	// hostAuditLog is the host kube-apiserver's audit log (item 9).
-	hostAuditLog                 string
-	members                      []string
-	managerPID                   int
-	rounds, delayRounds          int
-	delay                        time.Duration
-	perMember                    int
-	memBase, memTotal, unrelated int
+	members                                                           []string
+	managerPID                                                        int
+	rounds, delayRounds                                               int
+	delay                                                             time.Duration
+	perMember                                                         int
+	memBase, memTotal, unrelated                                      int
 	// scriptStart is when hack/bench.sh started, in Unix seconds.
 	scriptStart int64
 	// items are the items to measure (1 to 8).
@@ -82,7 +80,6 @@ func parseFlags() (options, error) {
 	var o options
 	var members string
 	flag.StringVar(&o.labDir, "lab-dir", ".lab/bench", "The lab directory: host.kubeconfig and <member>.kubeconfig.")
-	flag.StringVar(&o.hostAuditLog, "host-audit-log", "", "The host kube-apiserver's audit log, logging every write to a FederationCluster (item 9; hack/bench.sh sets it up). Default: the lab's host's, under --lab-dir.")
 	flag.StringVar(&members, "members", "k8s-a,k8s-b", "The member clusters, comma-separated; the first also runs the reference StatefulSet.")
 	flag.IntVar(&o.managerPID, "manager-pid", 0, "The pid of the running fedop-manager (its RSS is read from /proc).")
 	flag.StringVar(&o.metricsURL, "metrics-url", "", "The manager's metrics endpoint, e.g. http://127.0.0.1:18380/metrics.")
@@ -131,11 +128,6 @@ func parseFlags() (options, error) {
 	o.memberSizes = slices.Compact(o.memberSizes)
 	if o.labDir, err = filepath.Abs(o.labDir); err != nil {
 		return o, err
-	}
-	if o.hostAuditLog == "" {
-		// Where kwokctl --runtime binary keeps the host's, in hack/lab.sh's
-		// KWOK_WORKDIR.
-		o.hostAuditLog = filepath.Join(o.labDir, "kwok", "clusters", hostCluster, "logs", "audit.log")
 	}
 	switch {
 	case (o.items[1] || o.items[7] || o.items[11]) && (o.managerPID == 0 || o.metricsURL == ""):

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"slices"
 	"sort"
 	"time"
 
@@ -13,9 +14,13 @@ import (
 // readiness delay D, the step's cycle includes D) to each part of this
 // step. A part not seen is negative.
 type stepTimes struct {
+	// member and pod name this step's deleted pod.
+	member, pod string
 	// anchor is when the previous step's replacement was seen Ready;
-	// deletedAt when this step's pod was seen with a deletionTimestamp.
-	anchor, deletedAt time.Time
+	// deletedAt when this step's pod was seen with a deletionTimestamp;
+	// deleteSent when its member's API server received the DELETE (zero:
+	// unknown; matchDeletes).
+	anchor, deletedAt, deleteSent time.Time
 	// deletion is deletedAt - anchor (the step overhead); gone the delete
 	// event; created the replacement first seen; scheduled its
 	// spec.nodeName first seen; ready its Ready first seen.
@@ -49,7 +54,7 @@ func computePhases(recs []podRecord, start time.Time) (steps []stepTimes, skippe
 			continue
 		}
 		a := pr.ReadyAt
-		st := stepTimes{anchor: a, deletedAt: next.DeletedAt, deletion: next.DeletedAt.Sub(a), gone: since(a, next.GoneAt),
+		st := stepTimes{member: next.Member, pod: next.Name, anchor: a, deletedAt: next.DeletedAt, deletion: next.DeletedAt.Sub(a), gone: since(a, next.GoneAt),
 			created: -1, scheduled: -1, ready: -1}
 		if nr := replacementOf(recs, next); nr != nil {
 			st.created, st.scheduled, st.ready = since(a, nr.FirstSeen), since(a, nr.ScheduledAt), since(a, nr.ReadyAt)
@@ -87,33 +92,43 @@ func medianPhases(steps []stepTimes) phaseMedians {
 }
 
 // writeCount is how many host writes fell inside the steps' critical
-// windows and how many outside them, within a rollout.
+// windows and how many outside them, within a rollout; insideSeen how
+// many fell inside when a window ends at the deletion seen instead;
+// unmatched how many steps' DELETEs the audit logs did not show (their
+// windows end at the deletion seen).
 type writeCount struct {
-	steps, inside, outside int
+	steps, inside, outside, insideSeen, unmatched int
 }
 
-// attributeWrites sorts the write times writes, stamped on receipt, into
-// the critical windows of steps (from anchor, inclusive, to deletedAt,
-// exclusive: the previous replacement seen Ready to the next deletion
-// seen) and the rest of [from, to]; writes outside [from, to] are not
-// counted.
+// windowEnd is where s's critical window ends: at deleteSent, or, when it
+// is unknown, at deletedAt.
+func (s stepTimes) windowEnd() time.Time {
+	if s.deleteSent.IsZero() {
+		return s.deletedAt
+	}
+	return s.deleteSent
+}
+
+// attributeWrites sorts the write times writes into the critical windows
+// of steps (from anchor, inclusive, to windowEnd, exclusive: the previous
+// replacement seen Ready to the next DELETE) and the rest of [from, to];
+// writes outside [from, to] are not counted.
 func attributeWrites(writes []time.Time, steps []stepTimes, from, to time.Time) writeCount {
 	c := writeCount{steps: len(steps)}
+	in := func(w time.Time, end func(stepTimes) time.Time) bool {
+		return slices.ContainsFunc(steps, func(s stepTimes) bool { return !w.Before(s.anchor) && w.Before(end(s)) })
+	}
 	for _, w := range writes {
 		if w.Before(from) || w.After(to) {
 			continue
 		}
-		in := false
-		for _, s := range steps {
-			if !w.Before(s.anchor) && w.Before(s.deletedAt) {
-				in = true
-				break
-			}
-		}
-		if in {
+		if in(w, stepTimes.windowEnd) {
 			c.inside++
 		} else {
 			c.outside++
+		}
+		if in(w, func(s stepTimes) time.Time { return s.deletedAt }) {
+			c.insideSeen++
 		}
 	}
 	return c

@@ -47,10 +47,11 @@ func TestComputePhases(t *testing.T) {
 	steps, skipped := computePhases(recs, atMS(0))
 	require.Len(t, steps, 2)
 	assert.Zero(t, skipped)
-	assert.Equal(t, stepTimes{anchor: atMS(1030), deletedAt: atMS(1040),
+	assert.Equal(t, stepTimes{member: "b", pod: "p-0", anchor: atMS(1030), deletedAt: atMS(1040),
 		deletion: msD(10), gone: msD(20), created: msD(40), scheduled: msD(50), ready: msD(1060)}, steps[0])
 	// The last replacement was never seen scheduled nor Ready.
-	assert.Equal(t, stepTimes{anchor: atMS(2090), deletedAt: atMS(2100), deletion: msD(10), gone: msD(20), created: msD(30), scheduled: -1, ready: -1}, steps[1])
+	assert.Equal(t, stepTimes{member: "a", pod: "p-1", anchor: atMS(2090), deletedAt: atMS(2100),
+		deletion: msD(10), gone: msD(20), created: msD(30), scheduled: -1, ready: -1}, steps[1])
 
 	m := medianPhases(steps)
 	assert.Equal(t, 2, m.n)
@@ -78,20 +79,21 @@ func TestComputePhases(t *testing.T) {
 func TestAttributeWrites(t *testing.T) {
 	steps := []stepTimes{
 		{anchor: atMS(100), deletedAt: atMS(130)},
-		{anchor: atMS(300), deletedAt: atMS(320)},
+		{anchor: atMS(300), deleteSent: atMS(312), deletedAt: atMS(320)},
 	}
 	writes := []time.Time{
 		atMS(-5),  // before the rollout: not counted
 		atMS(50),  // before the first step's window
 		atMS(100), // at an anchor: inside
-		atMS(129), // inside
+		atMS(129), // inside (the window ends at the deletion seen: no DELETE known)
 		atMS(130), // at the deletion: outside (the deletion was already seen)
 		atMS(310), // inside
+		atMS(315), // after the DELETE's receipt: outside, though before the deletion seen
 		atMS(400), // after the last step, before the end
 		atMS(600), // after the end: not counted
 	}
 	got := attributeWrites(writes, steps, atMS(0), atMS(500))
-	assert.Equal(t, writeCount{steps: 2, inside: 3, outside: 3}, got)
+	assert.Equal(t, writeCount{steps: 2, inside: 3, outside: 4, insideSeen: 4}, got)
 	assert.Equal(t, writeCount{}, attributeWrites(nil, nil, atMS(0), atMS(500)))
 }
 
