@@ -69,12 +69,20 @@ func (b *bench) deleteFloorPods(ctx context.Context, members []string) error {
 }
 
 // afterUpgrade adds to w, an upgrade of s just measured, its steps part by
-// part and, for fedop, the FederationCluster's writes in and out of their
-// critical windows, counted from the upgrade's start to now (its
-// completion recorded, and the events' grace passed), from the lab's audit
-// logs (hostwrites.go).
+// part, each with its DELETE's receipt on its member, and, for fedop, the
+// FederationCluster's writes in and out of their critical windows,
+// counted from the upgrade's start to now (its completion recorded, and
+// the events' grace passed), from the lab's audit logs (hostwrites.go).
 func (b *bench) afterUpgrade(s *system, w *windowResult) error {
 	w.phases, w.skipped = computePhases(s.obs.records(), w.rollout.start)
+	deletes := map[string]map[string][]time.Time{}
+	for _, m := range b.options.members[:2] {
+		var err error
+		if deletes[m], err = podDeletes(auditLog(b.labDir, m)); err != nil {
+			return err
+		}
+	}
+	unmatched := matchDeletes(w.phases, deletes)
 	if s != b.res.fedop || b.stepFC == "" {
 		return nil
 	}
@@ -82,13 +90,6 @@ func (b *bench) afterUpgrade(s *system, w *windowResult) error {
 	if err != nil {
 		return err
 	}
-	deletes := map[string]map[string][]time.Time{}
-	for _, m := range b.options.members[:2] {
-		if deletes[m], err = podDeletes(auditLog(b.labDir, m)); err != nil {
-			return err
-		}
-	}
-	unmatched := matchDeletes(w.phases, deletes)
 	w.writes = attributeWrites(times(writes), w.phases, w.rollout.start, time.Now())
 	w.writes.unmatched = unmatched
 	for _, hw := range writes {

@@ -122,6 +122,21 @@ func podDeletes(path string) (map[string][]time.Time, error) {
 	return out, nil
 }
 
+// deleteLags returns, over the steps of ws with a known deleteSent, how
+// late the observer saw each deletion after its member received the
+// DELETE.
+func deleteLags(ws []windowResult) []time.Duration {
+	var out []time.Duration
+	for _, w := range ws {
+		for _, st := range w.phases {
+			if !st.deleteSent.IsZero() {
+				out = append(out, st.deletedAt.Sub(st.deleteSent))
+			}
+		}
+	}
+	return out
+}
+
 // matchDeletes sets each step's deleteSent: the last DELETE of its pod
 // that its member received at or before the observer saw the deletion
 // (a watch shows a deletion only after its request). deletes maps member

@@ -480,6 +480,19 @@ func (r *results) writeStepDetails(b *strings.Builder, o options) {
 		}
 	}
 	fmt.Fprintf(b, "\nAll rounds pooled: %s.\n", strings.Join(all, "; "))
+	var lags []string
+	for _, ws := range sets {
+		if l := deleteLags(ws); len(l) > 0 {
+			lags = append(lags, fmt.Sprintf("%s p50 %s, p99 %s, max %s over %d steps", ws[0].rollout.system,
+				ms(e2e.Percentile(l, 50)), ms(e2e.Percentile(l, 99)), ms(e2e.Percentile(l, 100)), len(l)))
+		}
+	}
+	if len(lags) > 0 {
+		fmt.Fprintf(b, "How late the observer saw each step's deletion, from its member's receipt of the DELETE by the member's audit log (item 9) "+
+			"to the observer's receipt of the pod's deletionTimestamp, the same rounds: %s. "+
+			"A step's overhead carries the observer's lag at both ends, the Ready seen and the deletion seen; "+
+			"the API servers' audit events do not say when a pod became Ready, so the lag at that end is not known.\n", strings.Join(lags, "; "))
+	}
 	if r.operatorSteps > 0 {
 		fmt.Fprintf(b, "The manager's own histogram (`fedop_rollout_step_overhead_seconds`) counted %.0f steps over the same rounds, mean %s. "+
 			"It measures, in the manager, from the member event that first showed the replacement Ready (or from the Ready condition's "+
