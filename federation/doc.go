@@ -16,7 +16,8 @@
 //   - discovery.go: each component's headless Service and the
 //     EndpointSlices behind it, listing the pods of every member in every
 //     member, written before act creates pods.
-//   - events.go: Events for what the step changed.
+//   - events.go: Events for what the step changed, recorded when the
+//     reconcile ends, after its member writes and status write.
 //   - cleanup.go: the finalizer's work when a FederationCluster is deleted.
 //   - statuswriter.go and stepclock.go: when to write status, and the step
 //     metrics.

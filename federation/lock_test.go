@@ -166,6 +166,12 @@ func newHarness(t *testing.T, fc *v1alpha1.FederationCluster, statusErr error, p
 	return h
 }
 
+// recorderFunc is an events.EventRecorder that hands each event's reason
+// to a function, in the reconcile's goroutine.
+type recorderFunc func(reason string)
+
+func (f recorderFunc) Eventf(_, _ runtime.Object, _, reason, _, _ string, _ ...any) { f(reason) }
+
 // reconcileFC runs the discovery controller's reconcile, then the rolling
 // controller's, for fc: what the two controllers of a manager do after an
 // event, in one order.
@@ -335,9 +341,17 @@ func TestMutexPreAcknowledgedStepActsFirst(t *testing.T) {
 		},
 	})
 	acks, records := statusWrites(t, writeAcknowledge), statusWrites(t, writeRecord)
+	// Events go out after the writes: the status writes that had reached
+	// the host when each was recorded.
+	writesBefore := h.statusWrites
+	eventWrites := map[string]int{}
+	h.r.recorder = recorderFunc(func(reason string) { eventWrites[reason] = h.statusWrites })
 	_, err = reconcileFC(t, h, fc)
 	require.NoError(t, err)
 	assert.False(t, heldOff, "the deletion did not wait for the status write")
+	require.Contains(t, eventWrites, EventPodReplaced, "the reconcile that deletes the next pod ends the step before")
+	assert.Equal(t, writesBefore+1, eventWrites[EventPodReplaced],
+		"the step's event is recorded after the status write that follows the deletion, not racing them to the host")
 	assert.Equal(t, acks, statusWrites(t, writeAcknowledge), "fedop_status_write_seconds: no write before the act")
 	assert.Equal(t, records+1, statusWrites(t, writeRecord), "fedop_status_write_seconds: one write after the deletion")
 	h.r.client, h.onDelete = h.host, nil

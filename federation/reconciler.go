@@ -329,8 +329,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		// records it: now.
 		requeue = minPositive(requeue, stageRequeue)
 	}
-	r.recordTransitions(fc, before, plan, obs, pendingClaims(state, plan.Stuck))
-	r.recordHooks(fc, before, plan, hooks)
+	// The events go out when the reconcile ends, however it ends: after
+	// the act and the status write that records it, which they would
+	// otherwise race to the host (an event is a write there too).
+	defer func() {
+		r.recordTransitions(fc, before, plan, obs, pendingClaims(state, plan.Stuck))
+		r.recordHooks(fc, before, plan, hooks)
+	}()
 
 	exportStatus(req.NamespacedName, &status)
 	var prev v1alpha1.OperationType
