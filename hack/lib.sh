@@ -62,7 +62,7 @@ stop_pidfile() {
   local file=$1 binary=$2 pid
   [[ -f $file ]] || return 0
   pid=$(cat "$file")
-  if [[ $(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null) == "$binary "* ]]; then
+  if [[ $(tr '\0' ' ' 2>/dev/null <"/proc/$pid/cmdline") == "$binary "* ]]; then
     kill "$pid" 2>/dev/null
     poll 10 bash -c "! kill -0 $pid" || kill -9 "$pid" 2>/dev/null
   fi
