@@ -94,7 +94,7 @@ func (b *bench) afterUpgrade(s *system, w *windowResult) error {
 	w.writes.unmatched = unmatched
 	for _, hw := range writes {
 		for i, st := range w.phases {
-			if !hw.at.Before(st.anchor) && hw.at.Before(st.deletedAt) {
+			if st.within(hw.at, st.deletedAt) {
 				b.logf("  host write between step %d's previous replacement seen Ready and its deletion seen: "+
 					"%s at %s, %s after that Ready, %s before the DELETE's receipt, %s before the deletion seen",
 					i+1, hw.what, hw.at.Format("15:04:05.000000"), hw.at.Sub(st.anchor), st.deleteSent.Sub(hw.at), st.deletedAt.Sub(hw.at))

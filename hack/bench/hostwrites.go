@@ -23,10 +23,10 @@ import (
 // the item used before, lag on a loaded lab: in a quick run with a manager
 // that logged its requests' times, the observer saw two deletions 9 ms and
 // 19 ms after fedop's DELETE had returned, after the status write that
-// followed it. A critical window
-// still opens at the previous replacement seen Ready by the observer:
-// which of a pod's status writes made it Ready is not in a Metadata-level
-// audit event. All the times are on this machine's clock.
+// followed it. A critical window still opens at the previous replacement
+// seen Ready by the observer: which of a pod's status writes made it Ready
+// is not in a Metadata-level audit event. All the times are on this
+// machine's clock.
 
 // verbDelete is the audit events' verb of a DELETE of one object.
 const verbDelete = "delete"

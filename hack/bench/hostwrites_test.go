@@ -13,7 +13,7 @@ import (
 	auditv1 "k8s.io/apiserver/pkg/apis/audit/v1"
 )
 
-func TestFCWriteTimesKeepsStoredWritesOfTheFederationCluster(t *testing.T) {
+func TestFCWritesKeepsStoredWritesOfTheFederationCluster(t *testing.T) {
 	base := time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)
 	event := func(at time.Duration, stage auditv1.Stage, verb, name, sub string, code int32) auditv1.Event {
 		return auditv1.Event{
@@ -53,7 +53,7 @@ func TestFCWriteTimesKeepsStoredWritesOfTheFederationCluster(t *testing.T) {
 	}
 }
 
-func TestFCWriteTimesRejectsWhatIsNotAnAuditLog(t *testing.T) {
+func TestFCWritesRejectsWhatIsNotAnAuditLog(t *testing.T) {
 	dir := t.TempDir()
 	_, err := fcWrites(filepath.Join(dir, "missing.log"), "step")
 	assert.ErrorContains(t, err, "reading an audit log")

@@ -109,6 +109,12 @@ func (s stepTimes) windowEnd() time.Time {
 	return s.deleteSent
 }
 
+// within reports whether t falls in s's window from anchor (inclusive) to
+// end (exclusive).
+func (s stepTimes) within(t, end time.Time) bool {
+	return !t.Before(s.anchor) && t.Before(end)
+}
+
 // attributeWrites sorts the write times writes into the critical windows
 // of steps (from anchor, inclusive, to windowEnd, exclusive: the previous
 // replacement seen Ready to the next DELETE) and the rest of [from, to];
@@ -116,7 +122,7 @@ func (s stepTimes) windowEnd() time.Time {
 func attributeWrites(writes []time.Time, steps []stepTimes, from, to time.Time) writeCount {
 	c := writeCount{steps: len(steps)}
 	in := func(w time.Time, end func(stepTimes) time.Time) bool {
-		return slices.ContainsFunc(steps, func(s stepTimes) bool { return !w.Before(s.anchor) && w.Before(end(s)) })
+		return slices.ContainsFunc(steps, func(s stepTimes) bool { return s.within(w, end(s)) })
 	}
 	for _, w := range writes {
 		if w.Before(from) || w.After(to) {
