@@ -88,6 +88,7 @@ func run() error {
 	if err != nil {
 		return fmt.Errorf("host cluster config: %w", err)
 	}
+	cfg.UserAgent = version.UserAgent("fedop-manager")
 	if leaderElect && leaderElectionNamespace == "" {
 		if _, err := os.Stat("/var/run/secrets/kubernetes.io/serviceaccount/namespace"); err != nil {
 			leaderElectionNamespace = member.DefaultNamespace

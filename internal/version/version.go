@@ -46,3 +46,14 @@ func Get() Info {
 func (i Info) String() string {
 	return fmt.Sprintf("%s (commit %s, %s)", i.Version, i.Commit, i.GoVersion)
 }
+
+// UserAgent returns the User-Agent a fedop binary named name sends to API
+// servers, in the shape of client-go's rest.DefaultKubernetesUserAgent,
+// e.g. "fedop-manager/v0.1.0 (linux/amd64) fedop/3e45794e": an API
+// server's audit log then names fedop's version and commit (the first 8
+// characters). client-go's default names client-go's own build instead,
+// "v0.0.0 (...) kubernetes/$Format" in a module build.
+func UserAgent(name string) string {
+	i := Get()
+	return fmt.Sprintf("%s/%s (%s/%s) fedop/%.8s", name, i.Version, runtime.GOOS, runtime.GOARCH, i.Commit)
+}

@@ -23,3 +23,11 @@ func TestGetDefaultsWhenNotStamped(t *testing.T) {
 	assert.Equal(t, "dev", i.Version)
 	assert.NotEmpty(t, i.Commit)
 }
+
+func TestUserAgent(t *testing.T) {
+	oldVersion, oldCommit := version, commit
+	t.Cleanup(func() { version, commit = oldVersion, oldCommit })
+	version, commit = "v1.2.3", "0123456789abcdef"
+
+	assert.Equal(t, "fedop-manager/v1.2.3 ("+runtime.GOOS+"/"+runtime.GOARCH+") fedop/01234567", UserAgent("fedop-manager"))
+}

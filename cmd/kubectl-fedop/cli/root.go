@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/fedop-io/fedop/api/v1alpha1"
+	"github.com/fedop-io/fedop/internal/version"
 	"github.com/fedop-io/fedop/member"
 )
 
@@ -60,7 +61,14 @@ func Scheme() *runtime.Scheme {
 // NewCommand returns the root command of kubectl fedop, writing to
 // streams and reaching the host through the usual kubeconfig flags.
 func NewCommand(streams genericiooptions.IOStreams) *cobra.Command {
-	o := &Options{IOStreams: streams, ConfigFlags: genericclioptions.NewConfigFlags(true), FedopNamespace: member.DefaultNamespace, Now: time.Now}
+	// Every request names the plugin's version (version.UserAgent), in the
+	// host's audit log and in the members'.
+	userAgent := version.UserAgent("kubectl-fedop")
+	flags := genericclioptions.NewConfigFlags(true).WithWrapConfigFn(func(c *rest.Config) *rest.Config {
+		c.UserAgent = userAgent
+		return c
+	})
+	o := &Options{IOStreams: streams, ConfigFlags: flags, FedopNamespace: member.DefaultNamespace, Now: time.Now}
 	o.HostConfig = o.ConfigFlags.ToRESTConfig
 	o.Host = func() (client.WithWatch, error) {
 		cfg, err := o.HostConfig()
@@ -76,6 +84,7 @@ func NewCommand(streams genericiooptions.IOStreams) *cobra.Command {
 		}
 		cfg = rest.CopyConfig(cfg)
 		cfg.Timeout = 10 * time.Second
+		cfg.UserAgent = userAgent
 		return client.New(cfg, client.Options{Scheme: Scheme()})
 	}
 	o.IsTerminal = func() bool { return isTerminal(o.Out) }
