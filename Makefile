@@ -102,7 +102,7 @@ demo: ## The main job from a fresh clone: lab, CRD, fedop-manager, the sample, a
 	hack/demo.sh
 
 .PHONY: e2e
-e2e: tools ## End-to-end suite (e2e/, ten scenarios with faults) on a lab of its own in .lab/e2e, taken down after.
+e2e: tools ## End-to-end suite (e2e/, 21 scenarios with faults; those that need real pods skip) on a lab of its own in .lab/e2e, taken down after.
 	hack/e2e-lab.sh
 
 .PHONY: bench

@@ -40,8 +40,9 @@ const (
 	hookUndo      = "undo"
 )
 
-// hookFailureEvents is how many failures in a row of one hook call pass
-// before each further failure is also recorded as a Warning Event.
+// hookFailureEvents is the failure in a row of one hook call from which on
+// each failure is also recorded as a Warning Event: the third, and every
+// one after it.
 const hookFailureEvents = 3
 
 // HookCaller makes the HTTP GET of a lifecycle hook on a pod. Call returns

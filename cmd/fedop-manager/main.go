@@ -60,7 +60,7 @@ func run() error {
 	flag.StringVar(&leaderElectionID, "leader-election-id", "fedop-manager.fedop.io", "The name of the leader election Lease.")
 	flag.StringVar(&leaderElectionNamespace, "leader-election-namespace", "", "The namespace of the leader election Lease; empty means the manager's own namespace in-cluster (fedop-system when run locally).")
 	flag.StringVar(&memberOpts.Namespace, "member-namespace", member.DefaultNamespace, "The host namespace of member cluster Secrets (label fedop.io/member-cluster=true, kubeconfig in data key kubeconfig or value).")
-	flag.BoolVar(&memberOpts.AllowExecKubeconfigs, "allow-exec-kubeconfigs", false, "Allow member kubeconfigs to use exec plugins, auth providers, basic auth and file references. Kubeconfig Secrets are untrusted input: leave this off unless every Secret's author is trusted with this process's privileges.")
+	flag.BoolVar(&memberOpts.AllowExecKubeconfigs, "allow-exec-kubeconfigs", false, "Allow member kubeconfigs to use exec plugins, auth providers, basic auth, file references and proxy-url. Kubeconfig Secrets are untrusted input: leave this off unless every Secret's author is trusted with this process's privileges.")
 	flag.DurationVar(&memberOpts.ProbePeriod, "member-probe-period", time.Second, "The freshness bound: no pod is deleted anywhere while a member in use has not answered within it. Each member's /readyz is probed twice per period.")
 	flag.IntVar(&memberOpts.FailureThreshold, "member-failure-threshold", 10, "Failed probes in a row (half a probe period apart) after which a member is reported disconnected.")
 	flag.DurationVar(&memberOpts.SyncTimeout, "member-sync-timeout", 30*time.Second, "How long one member's cache may take to start and sync.")
