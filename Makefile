@@ -172,7 +172,7 @@ generate: $(CONTROLLER_GEN) ## Generate deep-copy code for the API types.
 GO_MODULES := . hack/tools hack/tools/lint hack/dashboard
 
 .PHONY: verify
-verify: manifests generate ## Fail when generated files are stale, code is not gofmt'ed, a go.mod is not tidy, or README's manager flags table misses a flag.
+verify: manifests generate ## Fail when generated files are stale, code is not gofmt'ed, a go.mod is not tidy, or README's manager flags table and --help name different flags.
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo "gofmt: files above need formatting (make fmt)"; exit 1; }
 	@test -z "$$(git status --porcelain -- config api)" || { git status --short -- config api; git diff -- config api; echo "generated files are stale: run 'make manifests generate' and commit"; exit 1; }
 	@for m in $(GO_MODULES); do (cd $$m && go mod tidy -diff) || { echo "$$m/go.mod is not tidy: run 'cd $$m && go mod tidy' and commit"; exit 1; }; done

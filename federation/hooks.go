@@ -40,9 +40,9 @@ const (
 	hookUndo      = "undo"
 )
 
-// hookFailureEvents is the failure in a row of one hook call from which on
-// each failure is also recorded as a Warning Event: the third, and every
-// one after it.
+// hookFailureEvents is the number of failures in a row of one hook call
+// at which Warning Events begin: that failure and each one after it is
+// also recorded as an Event.
 const hookFailureEvents = 3
 
 // HookCaller makes the HTTP GET of a lifecycle hook on a pod. Call returns
