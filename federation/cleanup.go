@@ -90,7 +90,7 @@ func (r *Reconciler) cleanup(ctx context.Context, fc *v1alpha1.FederationCluster
 	}
 
 	st := fc.Status.DeepCopy()
-	setCondition(st, fc.Generation, cond)
+	setCondition(st, fc.Generation, r.clock.Now(), cond)
 	if !equality.Semantic.DeepEqual(*st, fc.Status) {
 		fc.Status = *st
 		if err := r.client.Status().Update(ctx, fc); err != nil {

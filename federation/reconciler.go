@@ -309,7 +309,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	state := r.rolloutState(fc, obs)
 	plan, hooks := r.planWithHooks(ctx, fc, obs, &state)
 	status := computeStatus(fc, obs.memberStates(), state, plan, r.identity)
-	reportIssues(&status, fc.Generation, r.issues.get(client.ObjectKeyFromObject(fc)))
+	reportIssues(&status, fc.Generation, obs.now, r.issues.get(client.ObjectKeyFromObject(fc)))
 
 	before := fc.Status.DeepCopy()
 	times.planned = r.clock.Now()

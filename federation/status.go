@@ -107,11 +107,11 @@ func computeStatus(
 	}
 	slices.Sort(silent)
 
-	setCondition(&st, fc.Generation, membersConnected(missing, disconnected))
-	setCondition(&st, fc.Generation, ready(st, missing, disconnected, plan))
-	setCondition(&st, fc.Generation, progressing(fc.Spec.Paused, st, heldBack, plan, unknown, silent, pendingClaims(state, plan.Stuck)))
+	setCondition(&st, fc.Generation, state.Now, membersConnected(missing, disconnected))
+	setCondition(&st, fc.Generation, state.Now, ready(st, missing, disconnected, plan))
+	setCondition(&st, fc.Generation, state.Now, progressing(fc.Spec.Paused, st, heldBack, plan, unknown, silent, pendingClaims(state, plan.Stuck)))
 	if hasClaimTemplates(fc) {
-		setCondition(&st, fc.Generation, storageExpanded(state, plan))
+		setCondition(&st, fc.Generation, state.Now, storageExpanded(state, plan))
 	} else {
 		meta.RemoveStatusCondition(&st.Conditions, v1alpha1.ConditionStorageExpanded)
 	}
@@ -190,7 +190,7 @@ const maxStatusMembers = 512
 func memberStatus(name string, s member.State) v1alpha1.MemberStatus {
 	ms := v1alpha1.MemberStatus{Name: name, Connected: s.Connected}
 	if !s.LastProbeTime.IsZero() {
-		t := metav1.NewTime(s.LastProbeTime)
+		t := rollout.Stamp(s.LastProbeTime)
 		ms.LastProbeTime = &t
 	}
 	if !ms.Connected {
@@ -282,8 +282,12 @@ func rolloutPhase(cs v1alpha1.ComponentStatus, unknown bool, held map[string]int
 	}
 }
 
-func setCondition(st *v1alpha1.FederationClusterStatus, generation int64, c metav1.Condition) {
+// setCondition sets c in st's conditions for generation. A condition whose
+// status changes (or is new) takes transition time now, from the
+// reconciler's clock (meta.SetStatusCondition would read the wall clock).
+func setCondition(st *v1alpha1.FederationClusterStatus, generation int64, now time.Time, c metav1.Condition) {
 	c.ObservedGeneration = generation
+	c.LastTransitionTime = rollout.Stamp(now)
 	meta.SetStatusCondition(&st.Conditions, c)
 }
 
@@ -393,7 +397,7 @@ func rolledOut(st v1alpha1.FederationClusterStatus, heldBack int) bool {
 // (reason PodNameTaken), or member writes that failed (reason
 // MemberWriteFailed). Progressing stays True: the operation goes on around
 // them, and the writes are retried.
-func reportIssues(st *v1alpha1.FederationClusterStatus, generation int64, issues actIssues) {
+func reportIssues(st *v1alpha1.FederationClusterStatus, generation int64, now time.Time, issues actIssues) {
 	var reason, msg string
 	switch {
 	case len(issues.taken) > 0:
@@ -411,5 +415,5 @@ func reportIssues(st *v1alpha1.FederationClusterStatus, generation int64, issues
 	if len(msg) > 32768 {
 		msg = msg[:32765] + "..."
 	}
-	setCondition(st, generation, metav1.Condition{Type: v1alpha1.ConditionProgressing, Status: metav1.ConditionTrue, Reason: reason, Message: msg})
+	setCondition(st, generation, now, metav1.Condition{Type: v1alpha1.ConditionProgressing, Status: metav1.ConditionTrue, Reason: reason, Message: msg})
 }

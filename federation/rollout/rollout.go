@@ -116,7 +116,7 @@ func (p *planner) start() Plan {
 	if t == "" {
 		return Plan{Message: "every pod is at its update revision and available"}
 	}
-	return p.run(&v1alpha1.Operation{Type: t, StartedTime: metav1.NewTime(p.Now)})
+	return p.run(&v1alpha1.Operation{Type: t, StartedTime: Stamp(p.Now)})
 }
 
 // run plans the next step of operation op.
@@ -607,7 +607,7 @@ func (p *planner) setStage(op *v1alpha1.Operation, stage v1alpha1.StepStage) {
 		return
 	}
 	op.Stage = stage
-	t := metav1.NewTime(p.Now)
+	t := Stamp(p.Now)
 	op.StageStartedTime = &t
 }
 
@@ -1444,4 +1444,13 @@ func (p *planner) deadline(plan *Plan) {
 			}
 		}
 	}
+}
+
+// Stamp returns t as status records it, at the API's precision: whole
+// seconds, since metav1.Time serialises as RFC 3339 without fractions. A
+// time stamped so equals itself read back after the status write, so a
+// reconcile plans from the same times before and after a restart, and a
+// time that moved within its second is no change to write.
+func Stamp(t time.Time) metav1.Time {
+	return metav1.NewTime(t.Truncate(time.Second))
 }
