@@ -157,7 +157,6 @@ func freePort() (int, error) {
 // apiMember is one apiserver-only member.
 type apiMember struct {
 	name string
-	port int
 	proc *proc
 	// kubeconfig is what fedop gets in the member's registration Secret:
 	// server, CA and client certificate inline, as ParseKubeconfig asks.
@@ -449,12 +448,11 @@ func (f *fleet) startMember(ctx context.Context, m *apiMember) error {
 	}
 }
 
-// connectTo sets m's port, kubeconfig, REST config and client for an
-// apiserver on port: the kubeconfig is what fedop gets in the member's
-// registration Secret, server, CA and client certificate inline, as
+// connectTo sets m's kubeconfig, REST config and client for an apiserver
+// on port: the kubeconfig is what fedop gets in the member's registration
+// Secret, server, CA and client certificate inline, as
 // member.ParseKubeconfig asks.
 func (f *fleet) connectTo(m *apiMember, port int) error {
-	m.port = port
 	kc := clientcmdapi.NewConfig()
 	kc.Clusters[m.name] = &clientcmdapi.Cluster{Server: fmt.Sprintf("https://127.0.0.1:%d", port), CertificateAuthorityData: f.caPEM}
 	kc.AuthInfos["fedop"] = &clientcmdapi.AuthInfo{ClientCertificateData: f.clientCertPEM, ClientKeyData: f.clientKeyPEM}

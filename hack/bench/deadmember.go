@@ -143,7 +143,7 @@ func (b *bench) deadPhase(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	defer obs.stop()
+	defer obs.Stop()
 	var created []client.ObjectKey
 	defer func() { b.deleteFederations(created, m, time.Minute) }()
 	for _, fc := range []*v1alpha1.FederationCluster{live, deadFC} {
@@ -500,9 +500,4 @@ func dropFinalizers(ctx context.Context, c client.Client, fc *v1alpha1.Federatio
 		return fmt.Errorf("dropping the finalizers of FederationCluster %s: %w", fc.Name, err)
 	}
 	return nil
-}
-
-// managedSelector selects what fedop creates in members.
-func managedSelector() string {
-	return labels.SelectorFromSet(labels.Set{v1alpha1.LabelManagedBy: v1alpha1.ManagedBy}).String()
 }

@@ -332,7 +332,7 @@ func (b *bench) discoveryPhase(ctx context.Context) (err error) {
 	if err != nil {
 		return err
 	}
-	defer pods.stop()
+	defer pods.Stop()
 	services := make([]string, 0, len(components))
 	for _, c := range components {
 		services = append(services, fc.Name+"-"+c)
@@ -429,7 +429,7 @@ func (b *bench) discoveryPhase(ctx context.Context) (err error) {
 // item 7 replaces them in.
 func liveRecords(o *observer) []podRecord {
 	var out []podRecord
-	for _, r := range o.records() {
+	for _, r := range o.Records() {
 		if r.Live() {
 			out = append(out, r)
 		}
@@ -495,10 +495,10 @@ func (b *bench) spareIPPools(ctx context.Context, members []string, n int) error
 	if err != nil {
 		return err
 	}
-	defer obs.stop()
+	defer obs.Stop()
 	count := func(ok func(podRecord) bool) int {
 		c := 0
-		for _, r := range obs.records() {
+		for _, r := range obs.Records() {
 			if ok(r) {
 				c++
 			}

@@ -74,7 +74,7 @@ func (b *bench) deleteFloorPods(ctx context.Context, members []string) error {
 // counted from the upgrade's start to now (its completion recorded, and
 // the events' grace passed), from the lab's audit logs (hostwrites.go).
 func (b *bench) afterUpgrade(s *system, w *windowResult) error {
-	w.phases, w.skipped = computePhases(s.obs.records(), w.rollout.start)
+	w.phases, w.skipped = computePhases(s.obs.Records(), w.rollout.start)
 	deletes := map[string]map[string][]time.Time{}
 	for _, m := range b.options.members[:2] {
 		var err error

@@ -610,7 +610,7 @@ func (b *bench) delayPhase(ctx context.Context) error {
 	}
 	b.res.delayFedop, b.res.delaySTS, b.res.delayFloor = got[b.res.fedop], got[b.res.sts], got[b.res.floor]
 	for _, o := range b.res.observers {
-		o.stop()
+		o.Stop()
 	}
 	return nil
 }
@@ -664,7 +664,7 @@ func (b *bench) memoryPhase(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	defer uobs.stop()
+	defer uobs.Stop()
 	start := time.Now()
 	if err := createUnrelated(ctx, b.members[last], b.unrelated, 32); err != nil {
 		return err

@@ -49,8 +49,6 @@ type manyRound struct {
 	// the same FederationCluster was unavailable (deleted, its
 	// replacement not yet seen Ready).
 	violations []unavailability
-	// overlaps counts computeSteps' overlaps, which violations include.
-	overlaps int
 }
 
 // manyResult is item 11's outcome: fedop's rounds, and the floor
@@ -76,7 +74,7 @@ func (b *bench) manyPhase(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	defer obs.stop()
+	defer obs.Stop()
 	n := b.manyFederations
 	pods := n * manyPerMember * len(lab)
 	res := &b.res.many
@@ -128,7 +126,7 @@ func (b *bench) manyFloor(ctx context.Context, lab []string, n, pods int) error 
 	if err != nil {
 		return err
 	}
-	defer obs.stop()
+	defer obs.Stop()
 	groups := make([]string, n)
 	for i := range groups {
 		groups[i] = fmt.Sprintf("floor-%03d", i)
@@ -229,7 +227,7 @@ func manyMeasure(ctx context.Context, obs *observer, start time.Time, image stri
 		return round, err
 	}
 	round.total = end.Sub(start)
-	recs := obs.records()
+	recs := obs.Records()
 	round.violations = oneAtATimeViolations(recs, start)
 	byGroup := map[string][]podRecord{}
 	for _, r := range recs {
@@ -239,7 +237,6 @@ func manyMeasure(ctx context.Context, obs *observer, start time.Time, image stri
 		st := computeSteps(g, start)
 		round.steps += st.deletions
 		round.overheads = append(round.overheads, st.overheads...)
-		round.overlaps += st.overlaps
 	}
 	if round.steps != pods {
 		return round, fmt.Errorf("%d deletions seen in an upgrade of %d pods", round.steps, pods)
@@ -259,7 +256,7 @@ func (b *bench) deleteMany(obs *observer) {
 		return
 	}
 	err = wait.PollUntilContextCancel(ctx, time.Second, true, func(context.Context) (bool, error) {
-		for _, r := range obs.records() {
+		for _, r := range obs.Records() {
 			if r.GoneAt.IsZero() {
 				return false, nil
 			}

@@ -513,7 +513,7 @@ func (b *bench) clearWorkloads(ctx context.Context) error {
 	if err := <-errs; err != nil {
 		return err
 	}
-	selector := managedSelector()
+	selector := v1alpha1.ManagedBySelector().String()
 	for _, name := range b.options.members {
 		cs := b.members[name]
 		if err := deletePods(cs, selector); err != nil {

@@ -52,12 +52,6 @@ func (b *bench) observeFederation(ctx context.Context, name string) (*observer, 
 	return startObserver(ctx, b.labConfigs(), sel.String())
 }
 
-// stop ends the observer's watches and waits for them.
-func (o *observer) stop() { o.Stop() }
-
-// records returns a copy of every record, gone ones included.
-func (o *observer) records() []podRecord { return o.Records() }
-
 // live returns the live instance of pod name in cluster, if one exists.
 func (o *observer) live(cluster, name string) (podRecord, bool) {
 	for _, r := range o.Records() {

@@ -95,7 +95,7 @@ func (b *bench) restartPhase(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	defer obs.stop()
+	defer obs.Stop()
 	m, err := b.startManager(restartNamespace, "item 10, first start")
 	if err != nil {
 		return err
@@ -182,7 +182,7 @@ func (b *bench) killAndRestart(ctx context.Context, sys *system, m *managerRun, 
 		return run, nil, err
 	}
 	err := wait.PollUntilContextCancel(ctx, restartPoll, true, func(context.Context) (bool, error) {
-		return len(podwatch.Deletions(sys.obs.records(), start)) >= restartAfter, nil
+		return len(podwatch.Deletions(sys.obs.Records(), start)) >= restartAfter, nil
 	})
 	if err != nil {
 		return run, nil, fmt.Errorf("waiting for %d deletions: %w", restartAfter, err)
@@ -195,7 +195,7 @@ func (b *bench) killAndRestart(ctx context.Context, sys *system, m *managerRun, 
 	case <-ctx.Done():
 		return run, nil, ctx.Err()
 	}
-	recs := sys.obs.records()
+	recs := sys.obs.Records()
 	deleted := podwatch.Deletions(recs, start)
 	run.killedAt = len(deleted)
 	last := deleted[len(deleted)-1]
@@ -213,7 +213,7 @@ func (b *bench) killAndRestart(ctx context.Context, sys *system, m *managerRun, 
 	}()
 	var first podRecord
 	err = wait.PollUntilContextCancel(ctx, restartPoll, true, func(context.Context) (bool, error) {
-		d := podwatch.Deletions(sys.obs.records(), next.started)
+		d := podwatch.Deletions(sys.obs.Records(), next.started)
 		if len(d) == 0 {
 			return false, nil
 		}

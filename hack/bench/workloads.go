@@ -242,10 +242,10 @@ func runUpgrade(ctx context.Context, s *system, image string, delay time.Duratio
 	if err != nil {
 		return rolloutResult{}, fmt.Errorf("%s: %w", s.name, err)
 	}
-	res := rolloutResult{system: s.name, start: start, end: end, steps: computeSteps(s.obs.records(), start)}
+	res := rolloutResult{system: s.name, start: start, end: end, steps: computeSteps(s.obs.Records(), start)}
 	if res.steps.deletions != s.pods {
 		return res, fmt.Errorf("%s: %d deletions seen in an upgrade of %d pods; what the observer saw:\n%s",
-			s.name, res.steps.deletions, s.pods, timeline(s.obs.records(), start))
+			s.name, res.steps.deletions, s.pods, timeline(s.obs.Records(), start))
 	}
 	return res, nil
 }
