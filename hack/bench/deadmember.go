@@ -239,8 +239,8 @@ func (b *bench) deadPhase(ctx context.Context) error {
 			last := smp.last()
 			b.logf("Item 6, %s stopped for %s: rounds %d to %d, step overhead p50 %s (median of rounds), max %s, %d overlaps; "+
 				"manager %0.f goroutines, RSS %s, sees %s connected: %t",
-				dead.name, time.Since(res.stoppedAt).Round(time.Second), round-len(recent)+1, round, ms(median(rolloutPercentiles(recent, 50))),
-				ms(slices.Max(rolloutPercentiles(recent, 100))), overlaps, last.goroutines, mib(last.rss), dead.name, last.deadConnected)
+				dead.name, time.Since(res.stoppedAt).Round(time.Second), round-len(recent)+1, round, ms(median(roundPercentiles(recent, 50))),
+				ms(slices.Max(roundPercentiles(recent, 100))), overlaps, last.goroutines, mib(last.rss), dead.name, last.deadConnected)
 			lastLog, logged = time.Now(), len(res.during)
 		}
 	}

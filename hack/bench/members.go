@@ -419,24 +419,12 @@ type skippedSize struct {
 // connectAll returns the time to all members connected of every round
 // with n members.
 func (r *membersResult) connectAll(n int) []time.Duration {
-	var out []time.Duration
-	for _, run := range r.runs {
-		if run.members == n {
-			out = append(out, run.all)
-		}
-	}
-	return out
+	return collect(r.runs, func(run connectRun) (time.Duration, bool) { return run.all, run.members == n })
 }
 
 // rssWith returns the median RSS of the rounds with n members.
 func (r *membersResult) rssWith(n int) float64 {
-	var out []float64
-	for _, run := range r.runs {
-		if run.members == n {
-			out = append(out, run.rss)
-		}
-	}
-	return median(out)
+	return median(collect(r.runs, func(run connectRun) (float64, bool) { return run.rss, run.members == n }))
 }
 
 // stopMainManager ends the manager hack/bench.sh started (items 1 to 4),

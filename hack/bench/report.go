@@ -42,6 +42,8 @@ type windowResult struct {
 	writes  writeCount
 }
 
+func (w windowResult) overheads() []time.Duration { return w.rollout.overheads() }
+
 // results is everything a run measured.
 type results struct {
 	machine machineInfo
@@ -102,12 +104,12 @@ type row struct {
 	item, measure, figure, target, met string
 }
 
-// roundPercentiles returns, for each round, the p-th percentile of its
-// step overheads.
-func roundPercentiles(ws []windowResult, p float64) []time.Duration {
-	out := make([]time.Duration, 0, len(ws))
-	for _, w := range ws {
-		out = append(out, e2e.Percentile(w.rollout.steps.overheads, p))
+// roundPercentiles returns, for each round (a windowResult or a
+// rolloutResult), the p-th percentile of its step overheads.
+func roundPercentiles[R interface{ overheads() []time.Duration }](rounds []R, p float64) []time.Duration {
+	out := make([]time.Duration, 0, len(rounds))
+	for _, r := range rounds {
+		out = append(out, e2e.Percentile(r.overheads(), p))
 	}
 	return out
 }
@@ -152,35 +154,28 @@ func countRequests(reqs map[reqKey]float64) requestCounts {
 	return c
 }
 
-// idleReadRate returns the manager's reads per second while it had nothing
-// to do (the StatefulSet's upgrades): the members' /readyz probes, which
-// client-go counts as GETs like any other.
-func (r *results) idleReadRate() (perSecond, total float64, window time.Duration) {
-	for _, w := range append(slices.Clone(r.stepSTS), r.delaySTS...) {
+// idleRequests returns the manager's reads per second, reads and writes
+// while it had nothing to do (the StatefulSet's upgrades), and how long
+// that was. The reads are the members' /readyz probes, which client-go
+// counts as GETs like any other.
+func (r *results) idleRequests() (readRate, reads, writes float64, window time.Duration) {
+	for _, w := range slices.Concat(r.stepSTS, r.delaySTS) {
 		c := countRequests(w.requests)
-		total += c.hostReads + c.memberReads
+		reads += c.hostReads + c.memberReads
+		writes += c.hostWrites + c.memberWrites
 		window += w.window
 	}
 	if window > 0 {
-		perSecond = total / window.Seconds()
+		readRate = reads / window.Seconds()
 	}
-	return perSecond, total, window
-}
-
-func (r *results) idleWrites() float64 {
-	n := 0.0
-	for _, w := range append(slices.Clone(r.stepSTS), r.delaySTS...) {
-		c := countRequests(w.requests)
-		n += c.hostWrites + c.memberWrites
-	}
-	return n
+	return readRate, reads, writes, window
 }
 
 // apiPerStep returns, for each fedop round of items 1 and 3, writes and
 // reads per replaced pod, reads with the idle rate's expectation for the
 // window taken off.
 func (r *results) apiPerStep() (writes, hostWrites, memberWrites, reads, readsNet []float64) {
-	rate, _, _ := r.idleReadRate()
+	rate, _, _, _ := r.idleRequests()
 	for _, w := range r.stepFedop {
 		c := countRequests(w.requests)
 		n := float64(r.fedop.pods)
@@ -236,7 +231,7 @@ func (r *results) rows(o options) []row {
 	}{
 		{"1-3", "step overhead, rollout efficiency, API cost per step", r.fedop != nil && r.sts != nil,
 			func() []row { return append(r.stepRows(o), r.floorRows(o)...) }},
-		{"4", "memory per managed pod", o.items[4], func() []row { return append(r.memoryRows(o), r.issue19MemoryRows(o)...) }},
+		{"4", "memory per managed pod", o.items[4], func() []row { return r.memoryRows(o) }},
 		{"5", "time to connect and sync 10 and 50 members", o.items[5], r.membersRows},
 		{"6", "a dead member: step overhead and goroutines", o.items[6], func() []row { return r.deadRows(o) }},
 		{"7", "discovery: a pod IP change in every member's EndpointSlices", o.items[7], r.discoveryRows},
@@ -295,7 +290,7 @@ func (r *results) stepRows(o options) []row {
 	return rows
 }
 
-// memoryRows are the rows of item 4.
+// memoryRows are the rows of item 4, the last against issue 19's target.
 func (r *results) memoryRows(o options) []row {
 	var rows []row
 	base, unrel, full := r.memoryPoint(memLabel(o.memBase, 0)), r.memoryPoint(memLabel(o.memBase, o.unrelated)), r.memoryPoint(memLabel(o.memTotal, o.unrelated))
@@ -311,7 +306,9 @@ func (r *results) memoryRows(o options) []row {
 		dl := (unrel.heapLive - base.heapLive)
 		limit := unrelatedShare * max(perPod, 0) * float64(o.unrelated)
 		rows = append(rows, row{"4", fmt.Sprintf("%d unrelated pods in %s: RSS change (live heap change)", o.unrelated, o.members[len(o.members)-1]),
-			fmt.Sprintf("%+.1f MiB (%+.1f MiB)", du/(1<<20), dl/(1<<20)), fmt.Sprintf("~0 (< %.1f MiB)", limit/(1<<20)), metStr(du < limit)})
+			fmt.Sprintf("%+.1f MiB (%+.1f MiB)", du/(1<<20), dl/(1<<20)), fmt.Sprintf("~0 (< %.1f MiB)", limit/(1<<20)), metStr(du < limit)},
+			row{"4", "RSS per managed pod, issue 19's target (the row above's figure)", fmt.Sprintf("%.2f KiB", perPod/1024),
+				"<= 4 KiB", metStr(perPod <= targetBytesPerPod19)})
 	}
 	return rows
 }
@@ -556,13 +553,7 @@ func countAtLeast(ds []time.Duration, limit time.Duration) int {
 
 // fastMedian returns the median of the durations of ds shorter than limit.
 func fastMedian(ds []time.Duration, limit time.Duration) time.Duration {
-	var fast []time.Duration
-	for _, d := range ds {
-		if d < limit {
-			fast = append(fast, d)
-		}
-	}
-	return median(fast)
+	return median(collect(ds, func(d time.Duration) (time.Duration, bool) { return d, d < limit }))
 }
 
 // beyondD returns the median over rounds of the time each step took beyond
@@ -585,8 +576,8 @@ func (r *results) writeAPIDetails(b *strings.Builder) {
 	for i, w := range r.stepFedop {
 		b.WriteString(mdRow(fmt.Sprint(i+1), ms(w.window), formatRequests(w.requests)))
 	}
-	rate, total, window := r.idleReadRate()
-	fmt.Fprintf(b, "\nIdle (StatefulSet upgrades, %s in all): %.0f reads, %.3f per second; %.0f writes.\n", window.Round(time.Millisecond), total, rate, r.idleWrites())
+	rate, total, idleWrites, window := r.idleRequests()
+	fmt.Fprintf(b, "\nIdle (StatefulSet upgrades, %s in all): %.0f reads, %.3f per second; %.0f writes.\n", window.Round(time.Millisecond), total, rate, idleWrites)
 	writes, hostW, memberW, reads, readsNet := r.apiPerStep()
 	b.WriteString("\n")
 	b.WriteString(mdHead("round", "writes per step", "host", "members", "reads per step", "net of idle"))

@@ -15,6 +15,8 @@ const (
 	// targetCriticalWrites is the host writes a step may make between the
 	// previous replacement seen Ready and its deletion seen.
 	targetCriticalWrites = 0.0
+	// targetBytesPerPod19 is issue 19's RSS per managed pod.
+	targetBytesPerPod19 = 4 * 1024
 	// referenceTarget is the target of a reference system's figure.
 	referenceTarget = "reference"
 )
@@ -152,19 +154,4 @@ func (r *results) writeCriticalWrites(b *strings.Builder) {
 				fmt.Sprint(w.writes.insideSeen), fmt.Sprint(w.writes.unmatched)))
 		}
 	}
-}
-
-// targetBytesPerPod19 is issue 19's RSS per managed pod.
-const targetBytesPerPod19 = 4 * 1024
-
-// issue19MemoryRows is issue 19's row of item 4: the same RSS per managed
-// pod as memoryRows, against issue 19's target.
-func (r *results) issue19MemoryRows(o options) []row {
-	unrel, full := r.memoryPoint(memLabel(o.memBase, o.unrelated)), r.memoryPoint(memLabel(o.memTotal, o.unrelated))
-	if unrel == nil || full == nil {
-		return nil
-	}
-	perPod := (full.rss - unrel.rss) / float64(o.memTotal-o.memBase)
-	return []row{{"4", "RSS per managed pod, issue 19's target (the row above's figure)", fmt.Sprintf("%.2f KiB", perPod/1024),
-		"<= 4 KiB", metStr(perPod <= targetBytesPerPod19)}}
 }

@@ -95,7 +95,7 @@ func (r *results) writeFreshnessDetails(b *strings.Builder, o options) {
 	}
 	if r.fedop != nil {
 		_, _, _, reads, readsNet := r.apiPerStep()
-		rate, _, _ := r.idleReadRate()
+		rate, _, _, _ := r.idleRequests()
 		period := cmp.Or(r.managerProbePeriod, defaultProbePeriod)
 		fmt.Fprintf(b, "Item 3 counted the manager's reads (client-go's GETs, LISTs and watches) per step: %.2f raw, %.2f net of the idle rate of %.3f reads per second "+
 			"(the lab's %d members' probes, %d per %s each, make %.3f of it). A gate that asked a member before each step would add at least one read per step; "+

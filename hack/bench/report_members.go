@@ -64,8 +64,8 @@ func (r *results) deadRows(o options) []row {
 		return []row{{"6", "a dead member", "not measured: the phase failed before the member was stopped", "", "NO"}}
 	}
 	base := d.baseline()
-	b50, b90, b99 := median(rolloutPercentiles(base, 50)), median(rolloutPercentiles(base, 90)), median(rolloutPercentiles(base, 99))
-	w50, w90, w99 := median(rolloutPercentiles(d.during, 50)), median(rolloutPercentiles(d.during, 90)), median(rolloutPercentiles(d.during, 99))
+	b50, b90, b99 := median(roundPercentiles(base, 50)), median(roundPercentiles(base, 90)), median(roundPercentiles(base, 99))
+	w50, w90, w99 := median(roundPercentiles(d.during, 50)), median(roundPercentiles(d.during, 90)), median(roundPercentiles(d.during, 99))
 	x := ratio(w50, b50)
 	figure := fmt.Sprintf("%s / %s / %s (every member up, %d rounds before the stop and %d after: %s / %s / %s; p50 ratio %.2f)",
 		ms(w50), ms(w90), ms(w99), len(d.before), len(d.after), ms(b50), ms(b90), ms(b99), x)
@@ -100,16 +100,6 @@ func (r *results) deadRows(o options) []row {
 // baseline returns the upgrades with every member up.
 func (d *deadResult) baseline() []rolloutResult {
 	return append(slices.Clone(d.before), d.after...)
-}
-
-// rolloutPercentiles returns, for each rollout, the p-th percentile of its
-// step overheads.
-func rolloutPercentiles(rs []rolloutResult, p float64) []time.Duration {
-	out := make([]time.Duration, 0, len(rs))
-	for _, r := range rs {
-		out = append(out, e2e.Percentile(r.steps.overheads, p))
-	}
-	return out
 }
 
 func joinInts(xs []int, sep string) string {
@@ -191,10 +181,10 @@ func (r *results) writeDeadDetails(b *strings.Builder, o options) {
 			overlaps += r.steps.overlaps
 		}
 		slow := countAtLeast(all, targetP99)
-		p50s, p99s := rolloutPercentiles(ph.rs, 50), rolloutPercentiles(ph.rs, 99)
+		p50s, p99s := roundPercentiles(ph.rs, 50), roundPercentiles(ph.rs, 99)
 		b.WriteString(mdRow(ph.name, fmt.Sprint(len(ph.rs)), fmt.Sprint(len(all)),
 			fmt.Sprintf("%s (%s to %s)", ms(median(p50s)), ms(slices.Min(p50s)), ms(slices.Max(p50s))),
-			ms(median(rolloutPercentiles(ph.rs, 90))), fmt.Sprintf("%s (%s)", ms(median(p99s)), ms(slices.Max(p99s))),
+			ms(median(roundPercentiles(ph.rs, 90))), fmt.Sprintf("%s (%s)", ms(median(p99s)), ms(slices.Max(p99s))),
 			ms(e2e.Percentile(all, 100)), fmt.Sprint(slow), fmt.Sprint(overlaps)))
 	}
 	if len(r.stepFedop) > 0 {

@@ -70,13 +70,7 @@ type restartResult struct {
 
 // byMembers returns the time to step of the runs with n members.
 func (r *restartResult) byMembers(n int) []time.Duration {
-	var out []time.Duration
-	for _, run := range r.runs {
-		if run.members == n {
-			out = append(out, run.toStep)
-		}
-	}
-	return out
+	return collect(r.runs, func(run restartRun) (time.Duration, bool) { return run.toStep, run.members == n })
 }
 
 // restartPhase runs item 10.

@@ -71,3 +71,15 @@ func median[T ~int64 | ~float64](xs []T) T {
 	}
 	return (s[n/2-1] + s[n/2]) / 2
 }
+
+// collect returns, in order, the values f picks from xs: those it returns
+// with true.
+func collect[T, U any](xs []T, f func(T) (U, bool)) []U {
+	var out []U
+	for _, x := range xs {
+		if u, ok := f(x); ok {
+			out = append(out, u)
+		}
+	}
+	return out
+}

@@ -229,6 +229,8 @@ type rolloutResult struct {
 
 func (r rolloutResult) total() time.Duration { return r.end.Sub(r.start) }
 
+func (r rolloutResult) overheads() []time.Duration { return r.steps.overheads }
+
 // runUpgrade upgrades s to image (with readiness delay) and returns what
 // its observer saw once every pod is replaced and Ready.
 func runUpgrade(ctx context.Context, s *system, image string, delay time.Duration, timeout time.Duration) (rolloutResult, error) {
