@@ -320,19 +320,11 @@ func waitReady(ctx context.Context, p *proc, what string, timeout time.Duration,
 // answered 200.
 func httpOK(c *http.Client, url string) func(context.Context) error {
 	return func(ctx context.Context) error {
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-		if err != nil {
-			return err
+		resp, err := getOK(ctx, c, url, "", "GET")
+		if err == nil {
+			_ = resp.Body.Close()
 		}
-		resp, err := c.Do(req)
-		if err != nil {
-			return err
-		}
-		_ = resp.Body.Close()
-		if resp.StatusCode != http.StatusOK {
-			return fmt.Errorf("GET %s: %s", url, resp.Status)
-		}
-		return nil
+		return err
 	}
 }
 

@@ -277,10 +277,7 @@ func (b *bench) deadPhase(ctx context.Context) error {
 	cont := time.Now()
 	wctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
-	err = waitMetrics(wctx, m.metricsURL, dead.name+" connected again", func(s scrape) bool {
-		v, ok := s.sum("fedop_member_connected", map[string]string{labelMember: dead.name})
-		return ok && v == 1
-	})
+	err = waitMetrics(wctx, m.metricsURL, dead.name+" connected again", func(s scrape) bool { return s.connected(dead.name) })
 	if err != nil {
 		b.logf("SIGCONT %s: %v", dead.name, err)
 		return nil
@@ -342,8 +339,7 @@ func startSampler(m *managerRun, dead string) *sampler {
 			g.scrape = true
 			g.goroutines, _ = sc.sum("go_goroutines", nil)
 			g.cpu, _ = sc.sum("process_cpu_seconds_total", nil)
-			v, ok := sc.sum("fedop_member_connected", map[string]string{labelMember: dead})
-			g.deadConnected = ok && v == 1
+			g.deadConnected = sc.connected(dead)
 		}
 		g.rss, _ = rssBytes(m.proc.pid())
 		s.mu.Lock()

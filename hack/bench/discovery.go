@@ -325,7 +325,7 @@ func (b *bench) discoveryPhase(ctx context.Context) (err error) {
 	fc := stepFederation(discoveryName, components, res.members, discoveryPerMember, image)
 	res.pods = 2 * len(res.members) * discoveryPerMember
 	key := client.ObjectKeyFromObject(fc)
-	if err := b.spareIPPools(ctx, res.members, spareIPs); err != nil {
+	if err := b.spareIPPools(ctx, spareIPs); err != nil {
 		return err
 	}
 	pods, err := b.observeFederation(ctx, fc.Name)
@@ -477,21 +477,18 @@ func (b *bench) replace(ctx context.Context, key client.ObjectKey, pods *observe
 	return r, waitFederationSettled(ctx, b.host, key, int32(want))
 }
 
-// spareIPPools gives the kwok controller of each of members n free
-// addresses. kwok v0.8.0's IP pool (pkg/kwok/controllers/utils.go, ipPool)
-// gives a pod an address freed earlier before a new one, so a pod replaced
-// alone would get its previous instance's address back, and its
-// replacement would change no IP. The benchmark creates n pods of its own
-// bound to nodes, waits until kwok gave each an address, and deletes them:
-// kwok frees their addresses, and a replaced pod then draws one of n+1
-// (the first of a Go map's iteration), its old one only by chance.
-func (b *bench) spareIPPools(ctx context.Context, members []string, n int) error {
-	sel := unrelatedLabel + "=true"
-	cfgs := map[string]*rest.Config{}
-	for _, m := range members {
-		cfgs[m] = b.memberCfgs[m]
-	}
-	obs, err := startObserver(ctx, cfgs, sel)
+// spareIPPools gives the kwok controller of each of the lab's first two
+// members n free addresses. kwok v0.8.0's IP pool
+// (pkg/kwok/controllers/utils.go, ipPool) gives a pod an address freed
+// earlier before a new one, so a pod replaced alone would get its previous
+// instance's address back, and its replacement would change no IP. The
+// benchmark creates n pods of its own bound to nodes, waits until kwok
+// gave each an address, and deletes them: kwok frees their addresses, and
+// a replaced pod then draws one of n+1 (the first of a Go map's
+// iteration), its old one only by chance.
+func (b *bench) spareIPPools(ctx context.Context, n int) error {
+	members, sel := b.options.members[:2], unrelatedLabel+"=true"
+	obs, err := startObserver(ctx, b.labConfigs(), sel)
 	if err != nil {
 		return err
 	}

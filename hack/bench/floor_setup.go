@@ -19,7 +19,7 @@ import (
 // observer of its own built like theirs.
 func (b *bench) setupFloor(ctx context.Context, image, fcName string) error {
 	ms := b.options.members[:2]
-	cfgs, clients, obs, err := b.floorLab(ctx, ms)
+	cfgs, clients, obs, err := b.floorLab(ctx)
 	if err != nil {
 		return err
 	}
@@ -34,13 +34,13 @@ func (b *bench) setupFloor(ctx context.Context, image, fcName string) error {
 	return nil
 }
 
-// floorLab returns the REST configs and clients of members, where the
-// floor controller is to run, and an observer of its pods there.
-func (b *bench) floorLab(ctx context.Context, members []string) (map[string]*rest.Config, map[string]kubernetes.Interface, *observer, error) {
-	cfgs := map[string]*rest.Config{}
-	clients := map[string]kubernetes.Interface{}
-	for _, m := range members {
-		cfgs[m], clients[m] = b.memberCfgs[m], b.members[m]
+// floorLab returns the REST configs and clients of the lab's first two
+// members, where the floor controller is to run, and an observer of its
+// pods there.
+func (b *bench) floorLab(ctx context.Context) (map[string]*rest.Config, map[string]kubernetes.Interface, *observer, error) {
+	cfgs, clients := b.labConfigs(), map[string]kubernetes.Interface{}
+	for m := range cfgs {
+		clients[m] = b.members[m]
 	}
 	obs, err := startObserver(ctx, cfgs, floorSelector())
 	return cfgs, clients, obs, err

@@ -427,7 +427,7 @@ func (b *bench) waitManager(ctx context.Context) error {
 	defer cancel()
 	err := waitMetrics(ctx, b.metricsURL, "every member connected", func(s scrape) bool {
 		for _, m := range b.options.members {
-			if v, ok := s.sum("fedop_member_connected", map[string]string{labelMember: m}); !ok || v != 1 {
+			if !s.connected(m) {
 				return false
 			}
 		}

@@ -122,7 +122,7 @@ func (b *bench) manyPhase(ctx context.Context) error {
 // what the lab itself gives a one-pod-at-a-time controller of that many
 // workloads, with no host cluster.
 func (b *bench) manyFloor(ctx context.Context, lab []string, n, pods int) error {
-	cfgs, clients, obs, err := b.floorLab(ctx, lab)
+	cfgs, clients, obs, err := b.floorLab(ctx)
 	if err != nil {
 		return err
 	}
@@ -229,11 +229,7 @@ func manyMeasure(ctx context.Context, obs *observer, start time.Time, image stri
 	round.total = end.Sub(start)
 	recs := obs.Records()
 	round.violations = oneAtATimeViolations(recs, start)
-	byGroup := map[string][]podRecord{}
-	for _, r := range recs {
-		byGroup[r.Labels[v1alpha1.LabelInstance]] = append(byGroup[r.Labels[v1alpha1.LabelInstance]], r)
-	}
-	for _, g := range byGroup {
+	for _, g := range byInstance(recs) {
 		st := computeSteps(g, start)
 		round.steps += st.deletions
 		round.overheads = append(round.overheads, st.overheads...)

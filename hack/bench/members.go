@@ -169,7 +169,7 @@ func waitConnected(ctx context.Context, m *managerRun, names []string) (connectR
 			if _, ok := seen[name]; ok {
 				continue
 			}
-			if v, ok := s.sum("fedop_member_connected", map[string]string{labelMember: name}); ok && v == 1 {
+			if s.connected(name) {
 				seen[name] = at
 			}
 		}

@@ -36,25 +36,40 @@ func scrapeMetrics(ctx context.Context, url string) (scrape, error) {
 
 // scrapeWith reads url once with client c.
 func scrapeWith(ctx context.Context, c *http.Client, url string) (scrape, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	// The text format: the manager offers protobuf and OpenMetrics too.
+	resp, err := getOK(ctx, c, url, "text/plain;version=0.0.4", "scraping")
 	if err != nil {
 		return scrape{}, err
 	}
-	// The text format: the manager offers protobuf and OpenMetrics too.
-	req.Header.Set("Accept", "text/plain;version=0.0.4")
-	resp, err := c.Do(req)
-	if err != nil {
-		return scrape{}, fmt.Errorf("scraping %s: %w", url, err)
-	}
 	defer func() { _ = resp.Body.Close() }()
-	if resp.StatusCode != http.StatusOK {
-		return scrape{}, fmt.Errorf("scraping %s: %s", url, resp.Status)
-	}
 	samples, err := parseText(resp.Body)
 	if err != nil {
 		return scrape{}, fmt.Errorf("scraping %s: %w", url, err)
 	}
 	return scrape{at: time.Now(), samples: samples}, nil
+}
+
+// getOK sends c a GET of url, with the Accept header accept unless it is
+// empty, and returns the response if its status is 200 OK; the caller
+// closes its body. A failed exchange or another status is an error
+// beginning "<what> <url>: ".
+func getOK(ctx context.Context, c *http.Client, url, accept, what string) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return nil, err
+	}
+	if accept != "" {
+		req.Header.Set("Accept", accept)
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("%s %s: %w", what, url, err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		_ = resp.Body.Close()
+		return nil, fmt.Errorf("%s %s: %s", what, url, resp.Status)
+	}
+	return resp, nil
 }
 
 // parseText parses the Prometheus text exposition format with
@@ -105,6 +120,13 @@ func (s scrape) sum(name string, match map[string]string) (float64, bool) {
 		}
 	}
 	return total, found
+}
+
+// connected reports whether the manager's metrics in s show member
+// connected: fedop_member_connected at 1.
+func (s scrape) connected(member string) bool {
+	v, ok := s.sum("fedop_member_connected", map[string]string{labelMember: member})
+	return ok && v == 1
 }
 
 // histogramMean returns the mean of histogram name's observations between

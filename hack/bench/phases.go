@@ -140,6 +140,17 @@ func attributeWrites(writes []time.Time, steps []stepTimes, from, to time.Time) 
 	return c
 }
 
+// byInstance groups recs by their FederationCluster (instance label),
+// each group in recs's order.
+func byInstance(recs []podRecord) map[string][]podRecord {
+	out := map[string][]podRecord{}
+	for _, r := range recs {
+		k := r.Labels[v1alpha1.LabelInstance]
+		out[k] = append(out[k], r)
+	}
+	return out
+}
+
 // unavailability is one pod of a group unavailable: from its deletion
 // seen to its replacement seen Ready (end zero: never seen Ready).
 type unavailability struct {
@@ -152,20 +163,16 @@ type unavailability struct {
 // while another pod of the same group was still unavailable: a rollout
 // that was not one pod at a time, as the observer saw it.
 func oneAtATimeViolations(recs []podRecord, start time.Time) []unavailability {
-	byGroup := map[string][]unavailability{}
-	for _, r := range podwatch.Deletions(recs, start) {
-		u := unavailability{group: r.Labels[v1alpha1.LabelInstance], pod: r.Member + "/" + r.Name, start: r.DeletedAt}
-		if repl := replacementOf(recs, r); repl != nil {
-			u.end = repl.ReadyAt
-		}
-		byGroup[r.Labels[v1alpha1.LabelInstance]] = append(byGroup[r.Labels[v1alpha1.LabelInstance]], u)
-	}
 	var out []unavailability
-	for _, us := range byGroup {
-		// us is in deletion order (podwatch.Deletions sorts).
+	for group, deleted := range byInstance(podwatch.Deletions(recs, start)) {
+		// deleted is in deletion order (podwatch.Deletions sorts).
 		var busyUntil time.Time
 		forever := false
-		for i, u := range us {
+		for i, r := range deleted {
+			u := unavailability{group: group, pod: r.Member + "/" + r.Name, start: r.DeletedAt}
+			if repl := replacementOf(recs, r); repl != nil {
+				u.end = repl.ReadyAt
+			}
 			if i > 0 && (forever || u.start.Before(busyUntil)) {
 				out = append(out, u)
 			}

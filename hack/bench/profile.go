@@ -30,18 +30,11 @@ func fetchProfile(ctx context.Context, baseURL, name, query, dir, file, sampleIn
 	}
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	resp, err := getOK(ctx, http.DefaultClient, u, "", "fetching")
 	if err != nil {
 		return profile{}, err
 	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return profile{}, fmt.Errorf("fetching %s: %w", u, err)
-	}
 	defer func() { _ = resp.Body.Close() }()
-	if resp.StatusCode != http.StatusOK {
-		return profile{}, fmt.Errorf("fetching %s: %s", u, resp.Status)
-	}
 	path := filepath.Join(dir, file)
 	f, err := os.Create(path)
 	if err != nil {
