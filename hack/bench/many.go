@@ -6,9 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 	"time"
 
+	"golang.org/x/sync/errgroup"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -192,23 +192,20 @@ func (b *bench) manyUpgrade(ctx context.Context, obs *observer, keys []client.Ob
 		return round, err
 	}
 	start := time.Now()
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, manyParallel)
-	errs := make(chan error, len(keys))
+	// Every patch is sent even if one fails; the first error is returned.
+	var g errgroup.Group
+	g.SetLimit(manyParallel)
 	for _, k := range keys {
-		sem <- struct{}{}
-		wg.Go(func() {
-			defer func() { <-sem }()
+		g.Go(func() error {
 			obj := &v1alpha1.FederationCluster{}
 			obj.Name, obj.Namespace = k.Name, k.Namespace
 			if err := b.host.Patch(ctx, obj, client.RawPatch(types.JSONPatchType, data)); err != nil {
-				errs <- fmt.Errorf("upgrading FederationCluster %s: %w", k.Name, err)
+				return fmt.Errorf("upgrading FederationCluster %s: %w", k.Name, err)
 			}
+			return nil
 		})
 	}
-	wg.Wait()
-	close(errs)
-	if err := <-errs; err != nil {
+	if err := g.Wait(); err != nil {
 		return round, err
 	}
 	written := time.Since(start)

@@ -11,10 +11,10 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
+	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -484,21 +484,19 @@ func (b *bench) clearWorkloads(ctx context.Context) error {
 	deletePods := func(cs kubernetes.Interface, selector string) error {
 		return cs.CoreV1().Pods(namespace).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: new(int64)}, metav1.ListOptions{LabelSelector: selector})
 	}
-	var wg sync.WaitGroup
-	errs := make(chan error, len(list.Items)*len(b.options.members))
+	var g errgroup.Group
 	for _, name := range b.options.members {
 		for i := range list.Items {
 			sel := labels.SelectorFromSet(labels.Set{v1alpha1.LabelManagedBy: v1alpha1.ManagedBy, v1alpha1.LabelInstance: list.Items[i].Name}).String()
-			wg.Go(func() {
+			g.Go(func() error {
 				if err := deletePods(b.members[name], sel); err != nil {
-					errs <- fmt.Errorf("deleting the pods of %s in %s: %w", list.Items[i].Name, name, err)
+					return fmt.Errorf("deleting the pods of %s in %s: %w", list.Items[i].Name, name, err)
 				}
+				return nil
 			})
 		}
 	}
-	wg.Wait()
-	close(errs)
-	if err := <-errs; err != nil {
+	if err := g.Wait(); err != nil {
 		return err
 	}
 	selector := v1alpha1.ManagedBySelector().String()
