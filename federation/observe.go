@@ -502,6 +502,7 @@ func (r *Reconciler) rolloutState(fc *v1alpha1.FederationCluster, obs *observati
 		MinReady:         time.Duration(fc.Spec.MinReadySeconds) * time.Second,
 		OrdinalsRecorded: obs.ordinalsRecorded,
 		Release:          releaseRequested(fc),
+		ReleaseNames:     releaseNames(fc),
 		Now:              obs.now,
 	}
 	if d := fc.Spec.ProgressDeadlineSeconds; d != nil {

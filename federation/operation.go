@@ -163,6 +163,16 @@ func releaseRequested(fc *v1alpha1.FederationCluster) bool {
 	return ok && op != nil && v == op.StartedTime.UTC().Format(time.RFC3339)
 }
 
+// releaseNames returns the time fc's fedop.io/release-operation
+// annotation names, or zero without one or when it is not an RFC 3339 time.
+func releaseNames(fc *v1alpha1.FederationCluster) time.Time {
+	t, err := time.Parse(time.RFC3339, fc.Annotations[v1alpha1.AnnotationReleaseOperation])
+	if err != nil {
+		return time.Time{}
+	}
+	return t
+}
+
 // releaseRequester returns who set the release annotation, as the API
 // server recorded it: the field manager that owns it in managedFields.
 func releaseRequester(fc *v1alpha1.FederationCluster) string {

@@ -34,6 +34,7 @@ func PlannerState(fc *v1alpha1.FederationCluster, pods map[string][]corev1.Pod, 
 		MinReady:         time.Duration(fc.Spec.MinReadySeconds) * time.Second,
 		OrdinalsRecorded: rec.complete,
 		Release:          releaseRequested(fc),
+		ReleaseNames:     releaseNames(fc),
 		Now:              now,
 	}
 	if d := fc.Spec.ProgressDeadlineSeconds; d != nil {

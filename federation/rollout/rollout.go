@@ -116,7 +116,15 @@ func (p *planner) start() Plan {
 	if t == "" {
 		return Plan{Message: "every pod is at its update revision and available"}
 	}
-	return p.run(&v1alpha1.Operation{Type: t, StartedTime: Stamp(p.Now)})
+	started := Stamp(p.Now)
+	if started.Equal(&metav1.Time{Time: p.ReleaseNames}) {
+		return Plan{
+			Message: fmt.Sprintf("%s waits for the second after %s, which the %s annotation names (an operation is named by the second it started)",
+				t, started.UTC().Format(time.RFC3339), v1alpha1.AnnotationReleaseOperation),
+			RequeueAfter: started.Add(time.Second).Sub(p.Now),
+		}
+	}
+	return p.run(&v1alpha1.Operation{Type: t, StartedTime: started})
 }
 
 // run plans the next step of operation op.

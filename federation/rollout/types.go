@@ -151,6 +151,12 @@ type State struct {
 	// fedop.io/release-operation annotation naming Operation's
 	// startedTime, that the operation be dropped and planned again.
 	Release bool
+	// ReleaseNames is the start the fedop.io/release-operation annotation
+	// names, whether or not Operation started then (zero without the
+	// annotation, or when it is not an RFC 3339 time). An operation is
+	// named by the second it started, so none is started in that second:
+	// the annotation would release it at once, and again the next one.
+	ReleaseNames time.Time
 	// Now is the time of the observation.
 	Now time.Time
 	// Calls are the answers of this observation's hook calls.

@@ -691,6 +691,33 @@ func Cases() []Case {
 			WantOp:     &v1alpha1.Operation{Type: v1alpha1.OperationUpgrade, Component: "pd", Member: "a", Pod: "demo-pd-1", PodUID: "demo-pd-1@r1", TargetRevision: "r2", Stage: v1alpha1.StageDeleting},
 			WantDelete: "a/demo-pd-1",
 		},
+		{
+			// The operation started in the second the annotation names: a
+			// new one started now would carry the same startedTime and be
+			// released in turn, and the next, until the second is over.
+			Name: "release: no operation starts in the second the annotation names",
+			State: func() rollout.State {
+				op := Op(v1alpha1.OperationUpgrade, "pd", "a", "demo-pd-1", "demo-pd-1@r1")
+				op.StartedTime = metav1.NewTime(T0)
+				s := at(T0.Add(300*time.Millisecond), State(op, rollout.Component{Name: "pd", Placements: []rollout.Placement{
+					Placement("a", 2, "r2", append(Pods("pd", "r2", 0), Pods("pd", "r1", 1)...)...)}}))
+				s.Release, s.ReleaseNames = true, T0
+				return s
+			}(),
+			WantMessage: "Upgrade waits for the second after 2026-11-21T06:00:00Z, which the fedop.io/release-operation annotation names",
+			WantAfter:   700 * time.Millisecond,
+		},
+		{
+			Name: "release: the annotation, once its second is over, holds nothing back",
+			State: func() rollout.State {
+				s := at(T0.Add(time.Second), State(nil, rollout.Component{Name: "pd", Placements: []rollout.Placement{
+					Placement("a", 2, "r2", append(Pods("pd", "r2", 0), Pods("pd", "r1", 1)...)...)}}))
+				s.ReleaseNames = T0
+				return s
+			}(),
+			WantOp:     &v1alpha1.Operation{Type: v1alpha1.OperationUpgrade, Component: "pd", Member: "a", Pod: "demo-pd-1", PodUID: "demo-pd-1@r1", TargetRevision: "r2", Stage: v1alpha1.StageDeleting},
+			WantDelete: "a/demo-pd-1",
+		},
 		// --- Storage: claims kept by a scale-in are taken back, and
 		// claims grow in place one pod at a time.
 		{
