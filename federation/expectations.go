@@ -23,10 +23,16 @@ const expectationTTL = 30 * time.Second
 // reconcile that runs before the cache caught up then waits instead of
 // issuing the same write again.
 //
-// Safety does not rest on them (deletions carry a UID precondition and the
-// operation is written with a resourceVersion precondition); they save
-// writes. They live in memory only: after a restart the caches start
-// fresh and nothing is pending.
+// While an operation holds a step, safety does not rest on them (deletions
+// carry a UID precondition, the operation is written with a
+// resourceVersion precondition and names the pod being replaced); they save
+// writes. Once a user releases an operation mid-step, though, the step's
+// record is gone, and a deletion the cache has not shown yet is known only
+// here: without them a cache a moment behind shows that pod available and
+// lets the next operation take a second one down (the planner's
+// TestSimulatedReleases fails so when it does not model them). They live in
+// memory only: after a restart the caches start fresh, from a list that
+// shows every deletion made before it, and nothing is pending.
 type expectations struct {
 	// mu guards byFC. Reconciles of one FederationCluster never overlap, but
 	// reconciles of different ones do.

@@ -1,6 +1,7 @@
 package rollout
 
 import (
+	"cmp"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -32,10 +33,28 @@ type world struct {
 	deletions  []string // member/pod, in order
 	maxUnavail int
 	baseline   map[string]int
+	// tickLen is how much time a tick takes; zero: a second.
+	tickLen time.Duration
+	// release is the time the release annotation names (zero: none), and
+	// released counts, by that time, the operations it released.
+	release  time.Time
+	released map[time.Time]int
+	// expect models the reconciler's expectations (federation's
+	// expectations.go): a deletion this process issued stands in for the
+	// cache until the cache shows it, and a crash (a restart) loses them
+	// but starts from a fresh cache, as new informers list. deleted holds
+	// them, by member/pod, the instance deleted.
+	expect  bool
+	deleted map[string]types.UID
+}
+
+// now is the time at the current tick.
+func (w *world) now() time.Time {
+	return time.Unix(0, 0).Add(time.Duration(w.tick) * cmp.Or(w.tickLen, time.Second))
 }
 
 func newWorld(seed uint64, spec []Component) *world {
-	w := &world{rng: rand.New(rand.NewPCG(seed, seed)), components: spec}
+	w := &world{rng: rand.New(rand.NewPCG(seed, seed)), components: spec, released: map[time.Time]int{}, deleted: map[string]types.UID{}}
 	w.snapshot()
 	return w
 }
@@ -68,6 +87,12 @@ func (w *world) observe() []Component {
 		}
 		for j, pl := range c.Placements {
 			pl.Pods = slices.Clone(seen[i].Placements[j].Pods)
+			for k := range pl.Pods {
+				key := pl.Member + "/" + pl.Pods[k].Name
+				if uid, ok := w.deleted[key]; ok && uid == pl.Pods[k].UID && !pl.Pods[k].Terminating {
+					pl.Pods[k].Terminating = true
+				}
+			}
 			pl.Fresh = pl.Connected
 			for _, co := range w.ordinals {
 				if co.Component == c.Name {
@@ -82,7 +107,8 @@ func (w *world) observe() []Component {
 
 // state is what a reconcile reads now.
 func (w *world) state() State {
-	return State{Name: "demo", Components: w.observe(), Operation: w.op, Now: time.Unix(int64(w.tick), 0), OrdinalsRecorded: true}
+	return State{Name: "demo", Components: w.observe(), Operation: w.op, Now: w.now(), OrdinalsRecorded: true,
+		Release: w.op != nil && w.op.StartedTime.Time.Equal(w.release), ReleaseNames: w.release}
 }
 
 func (w *world) placement(member, component string) *Placement {
@@ -104,10 +130,15 @@ func (w *world) placement(member, component string) *Placement {
 func (w *world) reconcile(t *testing.T) {
 	plan := Next(w.state())
 	if w.rng.IntN(10) == 0 {
+		w.crashed()
 		return // crashed before acknowledging
 	}
 	w.op, w.ordinals = plan.Operation, plan.Ordinals
+	if plan.Released {
+		w.released[w.release]++
+	}
 	if w.rng.IntN(10) == 0 {
+		w.crashed()
 		return // crashed after acknowledging, before acting
 	}
 	for _, c := range plan.Create {
@@ -125,7 +156,19 @@ func (w *world) reconcile(t *testing.T) {
 		if pod := findPod(pl, d.Name); pod != nil && pod.UID == d.UID && !pod.Terminating {
 			pod.Terminating = true
 			w.deletions = append(w.deletions, d.Member+"/"+d.Name)
+			if w.expect {
+				w.deleted[d.Member+"/"+d.Name] = d.UID
+			}
 		}
+	}
+}
+
+// crashed is the controller's restart, when the world models
+// expectations: they are lost, and the caches start from a fresh list.
+func (w *world) crashed() {
+	if w.expect {
+		clear(w.deleted)
+		w.cacheTick = w.tick
 	}
 }
 
@@ -137,7 +180,7 @@ func (w *world) progress() {
 			pl.Pods = slices.DeleteFunc(pl.Pods, func(p Pod) bool { return p.Terminating && w.rng.IntN(3) == 0 })
 			for k := range pl.Pods {
 				if !pl.Pods[k].Ready && !pl.Pods[k].Terminating && w.rng.IntN(3) == 0 {
-					pl.Pods[k].Ready, pl.Pods[k].ReadySince = true, time.Unix(int64(w.tick), 0)
+					pl.Pods[k].Ready, pl.Pods[k].ReadySince = true, w.now()
 				}
 			}
 		}
@@ -285,6 +328,52 @@ func TestSimulatedRollouts(t *testing.T) {
 			}
 			w.run(t, 5000)
 			assert.LessOrEqual(t, w.maxUnavail, 1, "more than one desired pod unavailable during scaling")
+		})
+	}
+}
+
+// TestSimulatedReleases: a user releases the operation in progress
+// (fedop.io/release-operation naming its startedTime) at random moments
+// of upgrades and scales, mid-step included, with ticks of 100 ms so that
+// releases often fall in the second their operation started. The world
+// models the reconciler's expectations: a released step's deletion is
+// known to the process that issued it until its cache shows it. Never more
+// than one desired pod is unavailable, the federation still reaches its
+// spec, and each annotation releases one operation: the one it names, not
+// the next ones started within the same second (an operation is named by
+// the second it started).
+func TestSimulatedReleases(t *testing.T) {
+	for seed := uint64(1); seed <= 200; seed++ {
+		rng := rand.New(rand.NewPCG(seed, 1))
+		spec := randomSpec(rng)
+		t.Run(fmt.Sprint(seed), func(t *testing.T) {
+			w := newWorld(seed, spec)
+			w.tickLen, w.expect = 100*time.Millisecond, true
+			w.run(t, 2000)
+			for round, change := range []func(pl *Placement){
+				func(pl *Placement) { pl.Revision = "r2" },
+				func(pl *Placement) { pl.Replicas = int32(rng.IntN(5)) },
+				func(pl *Placement) { pl.Revision, pl.Replicas = "r3", int32(rng.IntN(5)) },
+			} {
+				w.begin()
+				for i := range w.components {
+					for j := range w.components[i].Placements {
+						change(&w.components[i].Placements[j])
+					}
+				}
+				for i := 0; !w.settled(); i++ {
+					require.Less(t, i, 5000, "round %d not settled: op %+v; world %+v", round, w.op, w.components)
+					if w.op != nil && rng.IntN(8) == 0 {
+						w.release = w.op.StartedTime.Time
+					}
+					w.step(t)
+				}
+				w.run(t, 5000)
+				assert.LessOrEqual(t, w.maxUnavail, 1, "round %d: more than one desired pod unavailable", round)
+			}
+			for at, n := range w.released {
+				assert.LessOrEqual(t, n, 1, "operations released by the annotation naming %s", at.UTC().Format(time.RFC3339))
+			}
 		})
 	}
 }
