@@ -52,6 +52,8 @@ type world struct {
 	// given. Their pods go on living; writes to them fail.
 	down, frozen map[string]int
 	frozenAt     map[string]int
+	// paused is spec.paused.
+	paused bool
 }
 
 // outage reports whether member answers no request now.
@@ -127,7 +129,7 @@ func (w *world) observe() []Component {
 
 // state is what a reconcile reads now.
 func (w *world) state() State {
-	return State{Name: "demo", Components: w.observe(), Operation: w.op, Now: w.now(), OrdinalsRecorded: true,
+	return State{Name: "demo", Components: w.observe(), Operation: w.op, Now: w.now(), OrdinalsRecorded: true, Paused: w.paused,
 		Release: w.op != nil && w.op.StartedTime.Time.Equal(w.release), ReleaseNames: w.release}
 }
 
@@ -150,6 +152,7 @@ func (w *world) placement(member, component string) *Placement {
 func (w *world) reconcile(t *testing.T) {
 	plan := Next(w.state())
 	if d := plan.Delete; d != nil {
+		require.False(t, w.paused, "tick %d: pod %s in %s deleted while paused", w.tick, d.Name, d.Member)
 		// A step's deletion waits for every member in use to be seen.
 		for _, c := range w.components {
 			for _, pl := range c.Placements {
@@ -463,22 +466,126 @@ func TestSimulatedOutages(t *testing.T) {
 						busy++
 					}
 					w.step(t)
-					names := map[string]string{}
-					for _, c := range w.components {
-						for _, pl := range c.Placements {
-							for _, p := range pl.Pods {
-								if other, ok := names[p.Name]; ok && other != pl.Member {
-									require.Failf(t, "a pod name in two members", "%s in %s and %s at tick %d", p.Name, other, pl.Member, w.tick)
-								}
-								names[p.Name] = pl.Member
-							}
-						}
-					}
+					w.requireNamesUnique(t)
 				}
 				w.run(t, 5000)
 				assert.LessOrEqual(t, w.maxUnavail, 1, "round %d: more than one desired pod unavailable", round)
 			}
 		})
+	}
+}
+
+// TestSimulatedChaos combines what the tests above inject one at a time,
+// as users and clusters do: spec changes (replicas, revision or both)
+// applied while the last one still rolls, pauses, releases of the
+// operation in progress, members out of sight or frozen, crashes and
+// lagging caches, all at random moments of six rounds on 200 random
+// topologies (up to two more changes while a round's first rolls). Checked as above (no step's deletion while paused or while a
+// member in use is out, no pod name in two members, each annotation
+// releasing one operation), and per round: never more than one desired pod
+// unavailable, where a placement's desired pods are capped by what it had
+// available when the round began and by every replica count it was given
+// since; and the round's last spec reached.
+func TestSimulatedChaos(t *testing.T) {
+	// What was injected while an operation held the mutex, over every seed.
+	var midChanges, pausedTicks, releases, outageTicks int
+	defer func() {
+		t.Logf("during operations: %d spec changes, %d ticks paused, %d releases, %d ticks with a member out",
+			midChanges, pausedTicks, releases, outageTicks)
+		for what, n := range map[string]int{"spec change": midChanges, "pause": pausedTicks, "release": releases, "outage": outageTicks} {
+			assert.Positive(t, n, "no %s fell during an operation", what)
+		}
+	}()
+	for seed := uint64(1); seed <= 200; seed++ {
+		rng := rand.New(rand.NewPCG(seed, 3))
+		spec := randomSpec(rng)
+		t.Run(fmt.Sprint(seed), func(t *testing.T) {
+			w := newWorld(seed, spec)
+			w.tickLen, w.expect = 100*time.Millisecond, true
+			w.down, w.frozen, w.frozenAt = map[string]int{}, map[string]int{}, map[string]int{}
+			w.run(t, 2000)
+			var members []string
+			for _, pl := range spec[0].Placements {
+				members = append(members, pl.Member)
+			}
+			revision := 1
+			change := func() {
+				scale, upgrade := rng.IntN(3) != 1, rng.IntN(3) != 0
+				if upgrade {
+					revision++
+				}
+				for i := range w.components {
+					for j := range w.components[i].Placements {
+						pl := &w.components[i].Placements[j]
+						if scale {
+							pl.Replicas = int32(rng.IntN(5))
+						}
+						pl.Revision = fmt.Sprintf("r%d", revision)
+						k := pl.Member + "/" + w.components[i].Name
+						w.baseline[k] = min(w.baseline[k], int(pl.Replicas))
+					}
+				}
+			}
+			for round := range 6 {
+				w.begin()
+				change()
+				more := rng.IntN(3) // changes applied while this one rolls
+				for i := 0; !w.settled() || w.paused || slices.ContainsFunc(members, w.outage); i++ {
+					require.Less(t, i, 20000, "round %d not settled: op %+v; world %+v", round, w.op, w.components)
+					switch n := rng.IntN(100); {
+					case n < 3 && more > 0:
+						more--
+						change()
+						midChanges += btoi(w.op != nil)
+					case n < 6:
+						w.paused = !w.paused
+					case n < 14 && w.op != nil:
+						w.release = w.op.StartedTime.Time
+						releases++
+					case n < 24 && !slices.ContainsFunc(members, w.outage):
+						m, until := members[rng.IntN(len(members))], w.tick+5+rng.IntN(36)
+						if rng.IntN(2) == 0 {
+							w.down[m] = until
+						} else {
+							w.frozen[m], w.frozenAt[m] = until, w.tick
+						}
+					}
+					if w.op != nil {
+						pausedTicks += btoi(w.paused)
+						outageTicks += btoi(slices.ContainsFunc(members, w.outage))
+					}
+					w.step(t)
+					w.requireNamesUnique(t)
+				}
+				w.run(t, 5000)
+				assert.LessOrEqual(t, w.maxUnavail, 1, "round %d: more than one desired pod unavailable", round)
+			}
+			for at, n := range w.released {
+				assert.LessOrEqual(t, n, 1, "operations released by the annotation naming %s", at.UTC().Format(time.RFC3339))
+			}
+		})
+	}
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// requireNamesUnique fails t when a pod name is held in two members.
+func (w *world) requireNamesUnique(t *testing.T) {
+	names := map[string]string{}
+	for _, c := range w.components {
+		for _, pl := range c.Placements {
+			for _, p := range pl.Pods {
+				if other, ok := names[p.Name]; ok && other != pl.Member {
+					require.Failf(t, "a pod name in two members", "%s in %s and %s at tick %d", p.Name, other, pl.Member, w.tick)
+				}
+				names[p.Name] = pl.Member
+			}
+		}
 	}
 }
 
