@@ -45,6 +45,9 @@ type eventWorld struct {
 	hooks    bool
 	failRate float64
 	paused   bool
+	// release is the time the fedop.io/release-operation annotation names;
+	// zero: none.
+	release time.Time
 	// drained are the pod instances whose preDelete hook answered and that
 	// were neither deleted nor undone since: nothing half-done means at
 	// most one at a time, and none at rest.
@@ -65,7 +68,8 @@ type eventWorld struct {
 func key(component, member string) string { return component + "/" + member }
 
 func (w *eventWorld) state() rollout.State {
-	s := rollout.State{Name: "demo", Operation: w.op, Now: w.now, OrdinalsRecorded: true, Paused: w.paused}
+	s := rollout.State{Name: "demo", Operation: w.op, Now: w.now, OrdinalsRecorded: true, Paused: w.paused,
+		Release: w.op != nil && w.op.StartedTime.Time.Equal(w.release), ReleaseNames: w.release}
 	for _, c := range w.components {
 		rc := rollout.Component{Name: c}
 		if w.hooks {
@@ -273,9 +277,10 @@ func (w *eventWorld) requireSpecReached() {
 // TestRandomSpecChangesReachTheSpec is a property test of liveness and of
 // status consistency: from a settled federation, random spec changes
 // (replicas per placement, the image, both at once, each applied while the
-// previous one may still be rolling) must each be reached with no outside
-// event, and no status written on the way may claim Complete with outdated
-// pods.
+// previous one may still be rolling), with the operation in progress
+// released by a user now and then (fedop.io/release-operation), must each
+// be reached with no outside event, and no status written on the way may
+// claim Complete with outdated pods.
 func TestRandomSpecChangesReachTheSpec(t *testing.T) {
 	randomSpecChanges(t, false)
 }
@@ -290,11 +295,16 @@ func TestRandomSpecChangesWithHooks(t *testing.T) {
 	randomSpecChanges(t, true)
 }
 
-// hookCounts are what the hooks of a property test did, over every seed.
-type hookCounts struct{ drains, undos, gateFailures int }
+// hookCounts are what the hooks of a property test did, and how many
+// operations it released, over every seed.
+type hookCounts struct{ drains, undos, gateFailures, releases int }
 
 func randomSpecChanges(t *testing.T, hooks bool) {
 	counts := &hookCounts{}
+	defer func() {
+		t.Logf("%d operations released mid-way over 400 seeds", counts.releases)
+		assert.Positive(t, counts.releases, "no operation was released")
+	}()
 	if hooks {
 		defer func() {
 			t.Logf("hooks over 400 seeds: %d drains, %d undos, %d failed gate answers", counts.drains, counts.undos, counts.gateFailures)
@@ -348,6 +358,16 @@ func randomSpecChanges(t *testing.T, hooks bool) {
 				}
 				if hooks && rng.IntN(2) == 0 {
 					changes = append(changes, func() { w.paused = true }, func() { w.paused = false })
+				}
+				if rng.IntN(2) == 0 {
+					// A user releases the operation then in progress (an
+					// annotation change: an event).
+					changes = append(changes, func() {
+						if w.op != nil {
+							w.release = w.op.StartedTime.Time
+							w.calls.releases++
+						}
+					})
 				}
 				w.run(changes...)
 				w.requireSpecReached()
