@@ -48,6 +48,13 @@ type eventWorld struct {
 	// release is the time the fedop.io/release-operation annotation names;
 	// zero: none.
 	release time.Time
+	// down holds the members out of sight (not connected, pods unknown)
+	// and frozen those whose caches stopped (connected, not fresh; their
+	// pods as frozenPods shows them, by component/member), each until the
+	// time given; writes to them fail. Both the start and the end of an
+	// outage are member state changes, events.
+	down, frozen map[string]time.Time
+	frozenPods   map[string][]rollout.Pod
 	// drained are the pod instances whose preDelete hook answered and that
 	// were neither deleted nor undone since: nothing half-done means at
 	// most one at a time, and none at rest.
@@ -86,10 +93,17 @@ func (w *eventWorld) state() rollout.State {
 		}
 		for _, m := range w.members {
 			k := key(c, m)
-			rc.Placements = append(rc.Placements, rollout.Placement{
+			pl := rollout.Placement{
 				Member: m, Replicas: w.replicas[k], Revision: w.revision[k], Connected: true, Fresh: true,
 				Ordinals: slices.Clone(recorded[m]), Pods: slices.Clone(w.pods[k]),
-			})
+			}
+			switch {
+			case w.now.Before(w.down[m]):
+				pl.Connected, pl.Fresh, pl.Pods = false, false, nil
+			case w.now.Before(w.frozen[m]):
+				pl.Fresh, pl.Pods = false, slices.Clone(w.frozenPods[k])
+			}
+			rc.Placements = append(rc.Placements, pl)
 		}
 		s.Components = append(s.Components, rc)
 	}
@@ -110,9 +124,20 @@ func (w *eventWorld) reconcile() {
 		w.t.FailNow()
 	}
 	w.op, w.ordinals = plan.Operation, plan.Ordinals
+	failed := func(member string) bool {
+		if w.out(member) {
+			// The write fails: the reconcile returns an error and is
+			// retried with backoff.
+			if w.requeueAt.IsZero() || w.now.Add(time.Second).Before(w.requeueAt) {
+				w.requeueAt = w.now.Add(time.Second)
+			}
+			return true
+		}
+		return false
+	}
 	for _, c := range plan.Create {
 		k := key(c.Component, c.Member)
-		if slices.ContainsFunc(w.pods[k], func(p rollout.Pod) bool { return p.Name == c.Name }) {
+		if failed(c.Member) || slices.ContainsFunc(w.pods[k], func(p rollout.Pod) bool { return p.Name == c.Name }) {
 			continue // AlreadyExists
 		}
 		w.uid++
@@ -122,7 +147,7 @@ func (w *eventWorld) reconcile() {
 	if w.hooks && len(w.drained) > 1 {
 		w.t.Fatalf("%d pods drained at once, neither deleted nor undone: %v", len(w.drained), w.drained)
 	}
-	if d := plan.Delete; d != nil {
+	if d := plan.Delete; d != nil && !failed(d.Member) {
 		if w.hooks && !w.drained[d.UID] {
 			w.t.Fatalf("pod %s (%s) deleted without its preDelete hook having answered", d.Name, d.UID)
 		}
@@ -138,6 +163,29 @@ func (w *eventWorld) reconcile() {
 	if plan.RequeueAfter > 0 && (w.requeueAt.IsZero() || w.now.Add(plan.RequeueAfter).Before(w.requeueAt)) {
 		w.requeueAt = w.now.Add(plan.RequeueAfter)
 	}
+}
+
+// out reports whether member answers no request now.
+func (w *eventWorld) out(member string) bool {
+	return w.now.Before(w.down[member]) || w.now.Before(w.frozen[member])
+}
+
+// outage takes a random member out of sight, or freezes its cache, for
+// 5 to 40 seconds, unless one is out already.
+func (w *eventWorld) outage() {
+	if slices.ContainsFunc(w.members, w.out) {
+		return
+	}
+	m, until := w.members[w.rng.IntN(len(w.members))], w.now.Add(time.Duration(5+w.rng.IntN(36))*time.Second)
+	if w.rng.IntN(2) == 0 {
+		w.down[m] = until
+	} else {
+		w.frozen[m] = until
+		for _, c := range w.components {
+			w.frozenPods[key(c, m)] = slices.Clone(w.pods[key(c, m)])
+		}
+	}
+	w.calls.outages++
 }
 
 // plan is the reconciler's planWithHooks in this world: the gates the plan
@@ -244,11 +292,19 @@ func (w *eventWorld) run(changes ...func()) {
 		if !w.requeueAt.IsZero() && !w.now.Before(w.requeueAt) {
 			w.requeueAt, w.woken = time.Time{}, true
 		}
+		for _, outages := range []map[string]time.Time{w.down, w.frozen} {
+			for m, until := range outages {
+				if !w.now.Before(until) {
+					delete(outages, m)
+					w.woken = true // the member's state change
+				}
+			}
+		}
 		if w.woken {
 			w.reconcile()
 			continue
 		}
-		if !pending && w.requeueAt.IsZero() && len(changes) == 0 {
+		if !pending && w.requeueAt.IsZero() && len(changes) == 0 && len(w.down) == 0 && len(w.frozen) == 0 {
 			return // quiescent: nothing will ever wake the reconciler again
 		}
 	}
@@ -297,13 +353,14 @@ func TestRandomSpecChangesWithHooks(t *testing.T) {
 
 // hookCounts are what the hooks of a property test did, and how many
 // operations it released, over every seed.
-type hookCounts struct{ drains, undos, gateFailures, releases int }
+type hookCounts struct{ drains, undos, gateFailures, releases, outages int }
 
 func randomSpecChanges(t *testing.T, hooks bool) {
 	counts := &hookCounts{}
 	defer func() {
-		t.Logf("%d operations released mid-way over 400 seeds", counts.releases)
+		t.Logf("over 400 seeds: %d operations released mid-way, %d member outages", counts.releases, counts.outages)
 		assert.Positive(t, counts.releases, "no operation was released")
+		assert.Positive(t, counts.outages, "no member was out")
 	}()
 	if hooks {
 		defer func() {
@@ -322,6 +379,7 @@ func randomSpecChanges(t *testing.T, hooks bool) {
 				members:    []string{"k8s-a", "k8s-b", "k8s-c"}[:1+rng.IntN(3)],
 				replicas:   map[string]int32{}, revision: map[string]string{}, pods: map[string][]rollout.Pod{},
 				hooks: hooks, failRate: 0.3, drained: map[types.UID]bool{}, calls: counts,
+				down: map[string]time.Time{}, frozen: map[string]time.Time{}, frozenPods: map[string][]rollout.Pod{},
 			}
 			image := 1
 			randomize := func(replicas, images bool) {
@@ -358,6 +416,11 @@ func randomSpecChanges(t *testing.T, hooks bool) {
 				}
 				if hooks && rng.IntN(2) == 0 {
 					changes = append(changes, func() { w.paused = true }, func() { w.paused = false })
+				}
+				if rng.IntN(2) == 0 {
+					// A member goes out of sight or freezes (a state
+					// change: an event).
+					changes = append(changes, w.outage)
 				}
 				if rng.IntN(2) == 0 {
 					// A user releases the operation then in progress (an
