@@ -56,8 +56,8 @@ type world struct {
 	paused bool
 }
 
-// outage reports whether member answers no request now.
-func (w *world) outage(member string) bool {
+// out reports whether member answers no request now.
+func (w *world) out(member string) bool {
 	return w.down[member] > w.tick || w.frozen[member] > w.tick
 }
 
@@ -156,7 +156,7 @@ func (w *world) reconcile(t *testing.T) {
 		// A step's deletion waits for every member in use to be seen.
 		for _, c := range w.components {
 			for _, pl := range c.Placements {
-				require.False(t, w.outage(pl.Member) && (pl.Replicas > 0 || len(pl.Pods) > 0),
+				require.False(t, w.out(pl.Member) && (pl.Replicas > 0 || len(pl.Pods) > 0),
 					"tick %d: pod %s in %s deleted while member %s, in use, is out of sight or frozen", w.tick, d.Name, d.Member, pl.Member)
 			}
 		}
@@ -176,7 +176,7 @@ func (w *world) reconcile(t *testing.T) {
 	for _, c := range plan.Create {
 		pl := w.placement(c.Member, c.Component)
 		require.NotNil(t, pl)
-		if w.outage(c.Member) {
+		if w.out(c.Member) {
 			continue // the write fails
 		}
 		if findPod(pl, c.Name) != nil {
@@ -188,13 +188,27 @@ func (w *world) reconcile(t *testing.T) {
 	if d := plan.Delete; d != nil {
 		pl := w.placement(d.Member, d.Component)
 		require.NotNil(t, pl)
-		if pod := findPod(pl, d.Name); pod != nil && pod.UID == d.UID && !pod.Terminating && !w.outage(d.Member) {
+		if pod := findPod(pl, d.Name); pod != nil && pod.UID == d.UID && !pod.Terminating && !w.out(d.Member) {
 			pod.Terminating = true
 			w.deletions = append(w.deletions, d.Member+"/"+d.Name)
 			if w.expect {
 				w.deleted[d.Member+"/"+d.Name] = d.UID
 			}
 		}
+	}
+}
+
+// outage takes one of members out of sight, or freezes its cache, for 5
+// to 40 ticks, unless one is out already.
+func (w *world) outage(members []string) {
+	if slices.ContainsFunc(members, w.out) {
+		return
+	}
+	m, until := members[w.rng.IntN(len(members))], w.tick+5+w.rng.IntN(36)
+	if w.rng.IntN(2) == 0 {
+		w.down[m] = until
+	} else {
+		w.frozen[m], w.frozenAt[m] = until, w.tick
 	}
 }
 
@@ -451,18 +465,12 @@ func TestSimulatedOutages(t *testing.T) {
 						change(&w.components[i].Placements[j])
 					}
 				}
-				for i := 0; !w.settled() || slices.ContainsFunc(members, w.outage); i++ {
+				for i := 0; !w.settled() || slices.ContainsFunc(members, w.out); i++ {
 					require.Less(t, i, 5000, "round %d not settled: op %+v; world %+v", round, w.op, w.components)
-					if !slices.ContainsFunc(members, w.outage) && rng.IntN(10) == 0 {
-						m := members[rng.IntN(len(members))]
-						until := w.tick + 5 + rng.IntN(36)
-						if rng.IntN(2) == 0 {
-							w.down[m] = until
-						} else {
-							w.frozen[m], w.frozenAt[m] = until, w.tick
-						}
+					if rng.IntN(10) == 0 {
+						w.outage(members)
 					}
-					if w.op != nil && slices.ContainsFunc(members, w.outage) {
+					if w.op != nil && slices.ContainsFunc(members, w.out) {
 						busy++
 					}
 					w.step(t)
@@ -530,7 +538,7 @@ func TestSimulatedChaos(t *testing.T) {
 				w.begin()
 				change()
 				more := rng.IntN(3) // changes applied while this one rolls
-				for i := 0; !w.settled() || w.paused || slices.ContainsFunc(members, w.outage); i++ {
+				for i := 0; !w.settled() || w.paused || slices.ContainsFunc(members, w.out); i++ {
 					require.Less(t, i, 20000, "round %d not settled: op %+v; world %+v", round, w.op, w.components)
 					switch n := rng.IntN(100); {
 					case n < 3 && more > 0:
@@ -542,17 +550,12 @@ func TestSimulatedChaos(t *testing.T) {
 					case n < 14 && w.op != nil:
 						w.release = w.op.StartedTime.Time
 						releases++
-					case n < 24 && !slices.ContainsFunc(members, w.outage):
-						m, until := members[rng.IntN(len(members))], w.tick+5+rng.IntN(36)
-						if rng.IntN(2) == 0 {
-							w.down[m] = until
-						} else {
-							w.frozen[m], w.frozenAt[m] = until, w.tick
-						}
+					case n < 24:
+						w.outage(members)
 					}
 					if w.op != nil {
 						pausedTicks += btoi(w.paused)
-						outageTicks += btoi(slices.ContainsFunc(members, w.outage))
+						outageTicks += btoi(slices.ContainsFunc(members, w.out))
 					}
 					w.step(t)
 					w.requireNamesUnique(t)
