@@ -138,7 +138,7 @@ func (w *eventWorld) reconcile() {
 	for _, c := range plan.Create {
 		k := key(c.Component, c.Member)
 		if failed(c.Member) || slices.ContainsFunc(w.pods[k], func(p rollout.Pod) bool { return p.Name == c.Name }) {
-			continue // AlreadyExists
+			continue // the write failed, or AlreadyExists
 		}
 		w.uid++
 		w.pods[k] = append(w.pods[k], rollout.Pod{Name: c.Name, UID: types.UID(fmt.Sprint(w.uid)), Ordinal: c.Ordinal, Revision: c.Revision})
@@ -334,9 +334,10 @@ func (w *eventWorld) requireSpecReached() {
 // status consistency: from a settled federation, random spec changes
 // (replicas per placement, the image, both at once, each applied while the
 // previous one may still be rolling), with the operation in progress
-// released by a user now and then (fedop.io/release-operation), must each
-// be reached with no outside event, and no status written on the way may
-// claim Complete with outdated pods.
+// released by a user now and then (fedop.io/release-operation) and members
+// out of sight or frozen for a while, must each be reached with no outside
+// event but those, and no status written on the way may claim Complete
+// with outdated pods.
 func TestRandomSpecChangesReachTheSpec(t *testing.T) {
 	randomSpecChanges(t, false)
 }
@@ -352,7 +353,7 @@ func TestRandomSpecChangesWithHooks(t *testing.T) {
 }
 
 // hookCounts are what the hooks of a property test did, and how many
-// operations it released, over every seed.
+// operations it released and member outages it made, over every seed.
 type hookCounts struct{ drains, undos, gateFailures, releases, outages int }
 
 func randomSpecChanges(t *testing.T, hooks bool) {
