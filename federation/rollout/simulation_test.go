@@ -198,6 +198,25 @@ func (w *world) reconcile(t *testing.T) {
 	}
 }
 
+// threeRounds are the spec changes the fault-injecting simulations roll,
+// one per round: an upgrade, a scale, and both at once.
+func threeRounds(rng *rand.Rand) []func(pl *Placement) {
+	return []func(pl *Placement){
+		func(pl *Placement) { pl.Revision = "r2" },
+		func(pl *Placement) { pl.Replicas = int32(rng.IntN(5)) },
+		func(pl *Placement) { pl.Revision, pl.Replicas = "r3", int32(rng.IntN(5)) },
+	}
+}
+
+// change applies change to every placement.
+func (w *world) change(change func(pl *Placement)) {
+	for i := range w.components {
+		for j := range w.components[i].Placements {
+			change(&w.components[i].Placements[j])
+		}
+	}
+}
+
 // outage takes one of members out of sight, or freezes its cache, for 5
 // to 40 ticks, unless one is out already.
 func (w *world) outage(members []string) {
@@ -399,17 +418,9 @@ func TestSimulatedReleases(t *testing.T) {
 			w := newWorld(seed, spec)
 			w.tickLen, w.expect = 100*time.Millisecond, true
 			w.run(t, 2000)
-			for round, change := range []func(pl *Placement){
-				func(pl *Placement) { pl.Revision = "r2" },
-				func(pl *Placement) { pl.Replicas = int32(rng.IntN(5)) },
-				func(pl *Placement) { pl.Revision, pl.Replicas = "r3", int32(rng.IntN(5)) },
-			} {
+			for round, change := range threeRounds(rng) {
 				w.begin()
-				for i := range w.components {
-					for j := range w.components[i].Placements {
-						change(&w.components[i].Placements[j])
-					}
-				}
+				w.change(change)
 				for i := 0; !w.settled(); i++ {
 					require.Less(t, i, 5000, "round %d not settled: op %+v; world %+v", round, w.op, w.components)
 					if w.op != nil && rng.IntN(8) == 0 {
@@ -454,17 +465,9 @@ func TestSimulatedOutages(t *testing.T) {
 			for _, pl := range spec[0].Placements {
 				members = append(members, pl.Member)
 			}
-			for round, change := range []func(pl *Placement){
-				func(pl *Placement) { pl.Revision = "r2" },
-				func(pl *Placement) { pl.Replicas = int32(rng.IntN(5)) },
-				func(pl *Placement) { pl.Revision, pl.Replicas = "r3", int32(rng.IntN(5)) },
-			} {
+			for round, change := range threeRounds(rng) {
 				w.begin()
-				for i := range w.components {
-					for j := range w.components[i].Placements {
-						change(&w.components[i].Placements[j])
-					}
-				}
+				w.change(change)
 				for i := 0; !w.settled() || slices.ContainsFunc(members, w.out); i++ {
 					require.Less(t, i, 5000, "round %d not settled: op %+v; world %+v", round, w.op, w.components)
 					if rng.IntN(10) == 0 {
