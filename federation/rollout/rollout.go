@@ -117,7 +117,7 @@ func (p *planner) start() Plan {
 		return Plan{Message: "every pod is at its update revision and available"}
 	}
 	started := Stamp(p.Now)
-	if started.Equal(&metav1.Time{Time: p.ReleaseNames}) {
+	if started.Time.Equal(p.ReleaseNames) {
 		return Plan{
 			Message: fmt.Sprintf("%s waits for the second after %s, which the %s annotation names (an operation is named by the second it started)",
 				t, started.UTC().Format(time.RFC3339), v1alpha1.AnnotationReleaseOperation),

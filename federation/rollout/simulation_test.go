@@ -67,7 +67,11 @@ func (w *world) now() time.Time {
 }
 
 func newWorld(seed uint64, spec []Component) *world {
-	w := &world{rng: rand.New(rand.NewPCG(seed, seed)), components: spec, released: map[time.Time]int{}, deleted: map[string]types.UID{}}
+	w := &world{
+		rng: rand.New(rand.NewPCG(seed, seed)), components: spec,
+		released: map[time.Time]int{}, deleted: map[string]types.UID{},
+		down: map[string]int{}, frozen: map[string]int{}, frozenAt: map[string]int{},
+	}
 	w.snapshot()
 	return w
 }
@@ -459,7 +463,6 @@ func TestSimulatedOutages(t *testing.T) {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
 			w := newWorld(seed, spec)
 			w.expect = true
-			w.down, w.frozen, w.frozenAt = map[string]int{}, map[string]int{}, map[string]int{}
 			w.run(t, 2000)
 			var members []string
 			for _, pl := range spec[0].Placements {
@@ -513,7 +516,6 @@ func TestSimulatedChaos(t *testing.T) {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
 			w := newWorld(seed, spec)
 			w.tickLen, w.expect = 100*time.Millisecond, true
-			w.down, w.frozen, w.frozenAt = map[string]int{}, map[string]int{}, map[string]int{}
 			w.run(t, 2000)
 			var members []string
 			for _, pl := range spec[0].Placements {
