@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"reflect"
+	"strings"
 	"testing"
+	"unsafe"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -138,6 +140,39 @@ func TestTrimPodShares(t *testing.T) {
 	assert.Equal(t, "r2", p2.Labels[v1alpha1.LabelRevision])
 	assert.Equal(t, int32(2380), p2.Spec.Containers[0].Ports[0].ContainerPort)
 	assert.Equal(t, "r1", p0.Labels[v1alpha1.LabelRevision], "what was handed out is not changed")
+}
+
+// TestTrimPodKeepsNoDecodedConstants: the phase and the Ready condition's
+// type and status a cached pod keeps are the API's constants, not the
+// decoded strings, and status.podIPs[0] shares status.podIP's string, so
+// that a cached pod holds no allocation for them (BenchmarkCachedPod).
+func TestTrimPodKeepsNoDecodedConstants(t *testing.T) {
+	decoded := func(s string) string { return strings.Clone(s) }
+	ip := decoded("10.0.0.7")
+	pod := &corev1.Pod{Status: corev1.PodStatus{
+		Phase:      corev1.PodPhase(decoded("Running")),
+		Conditions: []corev1.PodCondition{{Type: corev1.PodConditionType(decoded("Ready")), Status: corev1.ConditionStatus(decoded("True"))}},
+		PodIP:      ip,
+		PodIPs:     []corev1.PodIP{{IP: decoded("10.0.0.7")}},
+	}}
+	out, err := TrimPod(pod)
+	require.NoError(t, err)
+	st := out.(*corev1.Pod).Status
+	data := func(s string) *byte { return unsafe.StringData(s) }
+	assert.Same(t, data(string(corev1.PodRunning)), data(string(st.Phase)))
+	require.Len(t, st.Conditions, 1)
+	assert.Same(t, data(string(corev1.PodReady)), data(string(st.Conditions[0].Type)))
+	assert.Same(t, data(string(corev1.ConditionTrue)), data(string(st.Conditions[0].Status)))
+	require.Len(t, st.PodIPs, 1)
+	assert.Same(t, data(ip), data(st.PodIPs[0].IP))
+	assert.Equal(t, "10.0.0.7", pod.Status.PodIPs[0].IP, "the decoded pod is not modified")
+	assert.NotSame(t, data(ip), data(pod.Status.PodIPs[0].IP))
+
+	other := &corev1.Pod{Status: corev1.PodStatus{Phase: "Unheard", PodIP: "10.0.0.8", PodIPs: []corev1.PodIP{{IP: "10.0.0.9"}}}}
+	out, err = TrimPod(other)
+	require.NoError(t, err)
+	assert.Equal(t, corev1.PodPhase("Unheard"), out.(*corev1.Pod).Status.Phase, "a phase the API does not name is kept as it is")
+	assert.Equal(t, []corev1.PodIP{{IP: "10.0.0.9"}}, out.(*corev1.Pod).Status.PodIPs)
 }
 
 // TestInternTable: a key's value is built once and handed out again; a
