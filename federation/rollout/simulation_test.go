@@ -352,56 +352,95 @@ func randomSpec(rng *rand.Rand) []Component {
 	return out
 }
 
+// simulate runs test on seeds random topologies, seeds 1 to seeds, one
+// subtest each: rng is the seed's stream of draws (stream sets the tests
+// apart, so that each draws its own topologies), w a world of that
+// topology, set up by configure when it is not nil and then initialized.
+func simulate(t *testing.T, seeds, stream uint64, configure func(w *world), test func(t *testing.T, rng *rand.Rand, w *world)) {
+	for seed := uint64(1); seed <= seeds; seed++ {
+		rng := rand.New(rand.NewPCG(seed, stream))
+		spec := randomSpec(rng)
+		t.Run(fmt.Sprint(seed), func(t *testing.T) {
+			w := newWorld(seed, spec)
+			if configure != nil {
+				configure(w)
+			}
+			w.run(t, 2000)
+			test(t, rng, w)
+		})
+	}
+}
+
+// inTenths sets w up for releases: ticks of 100 ms, so that releases often
+// fall in the second their operation started, and the reconciler's
+// expectations, on which safety after a mid-step release rests.
+func inTenths(w *world) {
+	w.tickLen, w.expect = 100*time.Millisecond, true
+}
+
+// members returns the members of w's placements (every component has a
+// placement in each).
+func (w *world) members() []string {
+	var out []string
+	for _, pl := range w.components[0].Placements {
+		out = append(out, pl.Member)
+	}
+	return out
+}
+
+// assertReleasedOnce checks that every release annotation released one
+// operation at most.
+func (w *world) assertReleasedOnce(t *testing.T) {
+	t.Helper()
+	for at, n := range w.released {
+		assert.LessOrEqual(t, n, 1, "operations released by the annotation naming %s", at.UTC().Format(time.RFC3339))
+	}
+}
+
 // TestSimulatedRollouts drives the planner through initialize, upgrade and
 // scale on random topologies with crashes and lagging caches, and checks
 // the contract: once initialized, never more than one desired pod
 // unavailable; upgrades in component order, members alternating, highest
 // ordinal first; every pod keeps its name and member.
 func TestSimulatedRollouts(t *testing.T) {
-	for seed := uint64(1); seed <= 300; seed++ {
-		rng := rand.New(rand.NewPCG(seed, 0))
-		spec := randomSpec(rng)
-		t.Run(fmt.Sprint(seed), func(t *testing.T) {
-			w := newWorld(seed, spec)
-			w.run(t, 2000)
-			w.begin()
+	simulate(t, 300, 0, nil, func(t *testing.T, rng *rand.Rand, w *world) {
+		w.begin()
 
-			// Upgrade every placement.
-			before := map[string]string{}
-			for i := range w.components {
-				for j := range w.components[i].Placements {
-					pl := &w.components[i].Placements[j]
-					pl.Revision = "r2"
-					for _, p := range pl.Pods {
-						before[p.Name] = pl.Member
-					}
+		// Upgrade every placement.
+		before := map[string]string{}
+		for i := range w.components {
+			for j := range w.components[i].Placements {
+				pl := &w.components[i].Placements[j]
+				pl.Revision = "r2"
+				for _, p := range pl.Pods {
+					before[p.Name] = pl.Member
 				}
 			}
-			w.deletions = nil
-			w.run(t, 5000)
-			assert.LessOrEqual(t, w.maxUnavail, 1, "more than one desired pod unavailable during the upgrade")
-			after := map[string]string{}
-			for _, c := range w.components {
-				for _, pl := range c.Placements {
-					for _, p := range pl.Pods {
-						after[p.Name] = pl.Member
-					}
+		}
+		w.deletions = nil
+		w.run(t, 5000)
+		assert.LessOrEqual(t, w.maxUnavail, 1, "more than one desired pod unavailable during the upgrade")
+		after := map[string]string{}
+		for _, c := range w.components {
+			for _, pl := range c.Placements {
+				for _, p := range pl.Pods {
+					after[p.Name] = pl.Member
 				}
 			}
-			assert.Equal(t, before, after, "every pod keeps its name and member")
-			assert.Equal(t, expectedUpgradeOrder(spec), w.deletions, "upgrade order")
+		}
+		assert.Equal(t, before, after, "every pod keeps its name and member")
+		assert.Equal(t, expectedUpgradeOrder(w.components), w.deletions, "upgrade order")
 
-			// Scale every placement to a new random size.
-			w.begin()
-			for i := range w.components {
-				for j := range w.components[i].Placements {
-					w.components[i].Placements[j].Replicas = int32(rng.IntN(5))
-				}
+		// Scale every placement to a new random size.
+		w.begin()
+		for i := range w.components {
+			for j := range w.components[i].Placements {
+				w.components[i].Placements[j].Replicas = int32(rng.IntN(5))
 			}
-			w.run(t, 5000)
-			assert.LessOrEqual(t, w.maxUnavail, 1, "more than one desired pod unavailable during scaling")
-		})
-	}
+		}
+		w.run(t, 5000)
+		assert.LessOrEqual(t, w.maxUnavail, 1, "more than one desired pod unavailable during scaling")
+	})
 }
 
 // TestSimulatedReleases: a user releases the operation in progress
@@ -415,31 +454,22 @@ func TestSimulatedRollouts(t *testing.T) {
 // the next ones started within the same second (an operation is named by
 // the second it started).
 func TestSimulatedReleases(t *testing.T) {
-	for seed := uint64(1); seed <= 200; seed++ {
-		rng := rand.New(rand.NewPCG(seed, 1))
-		spec := randomSpec(rng)
-		t.Run(fmt.Sprint(seed), func(t *testing.T) {
-			w := newWorld(seed, spec)
-			w.tickLen, w.expect = 100*time.Millisecond, true
-			w.run(t, 2000)
-			for round, change := range threeRounds(rng) {
-				w.begin()
-				w.change(change)
-				for i := 0; !w.settled(); i++ {
-					require.Less(t, i, 5000, "round %d not settled: op %+v; world %+v", round, w.op, w.components)
-					if w.op != nil && rng.IntN(8) == 0 {
-						w.release = w.op.StartedTime.Time
-					}
-					w.step(t)
+	simulate(t, 200, 1, inTenths, func(t *testing.T, rng *rand.Rand, w *world) {
+		for round, change := range threeRounds(rng) {
+			w.begin()
+			w.change(change)
+			for i := 0; !w.settled(); i++ {
+				require.Less(t, i, 5000, "round %d not settled: op %+v; world %+v", round, w.op, w.components)
+				if w.op != nil && rng.IntN(8) == 0 {
+					w.release = w.op.StartedTime.Time
 				}
-				w.run(t, 5000)
-				assert.LessOrEqual(t, w.maxUnavail, 1, "round %d: more than one desired pod unavailable", round)
+				w.step(t)
 			}
-			for at, n := range w.released {
-				assert.LessOrEqual(t, n, 1, "operations released by the annotation naming %s", at.UTC().Format(time.RFC3339))
-			}
-		})
-	}
+			w.run(t, 5000)
+			assert.LessOrEqual(t, w.maxUnavail, 1, "round %d: more than one desired pod unavailable", round)
+		}
+		w.assertReleasedOnce(t)
+	})
 }
 
 // TestSimulatedOutages: members go out of sight (their API servers stop
@@ -457,36 +487,26 @@ func TestSimulatedOutages(t *testing.T) {
 		t.Logf("%d ticks with a member out during an operation", busy)
 		assert.Positive(t, busy, "no outage fell during an operation")
 	}()
-	for seed := uint64(1); seed <= 200; seed++ {
-		rng := rand.New(rand.NewPCG(seed, 2))
-		spec := randomSpec(rng)
-		t.Run(fmt.Sprint(seed), func(t *testing.T) {
-			w := newWorld(seed, spec)
-			w.expect = true
-			w.run(t, 2000)
-			var members []string
-			for _, pl := range spec[0].Placements {
-				members = append(members, pl.Member)
-			}
-			for round, change := range threeRounds(rng) {
-				w.begin()
-				w.change(change)
-				for i := 0; !w.settled() || slices.ContainsFunc(members, w.out); i++ {
-					require.Less(t, i, 5000, "round %d not settled: op %+v; world %+v", round, w.op, w.components)
-					if rng.IntN(10) == 0 {
-						w.outage(members)
-					}
-					if w.op != nil && slices.ContainsFunc(members, w.out) {
-						busy++
-					}
-					w.step(t)
-					w.requireNamesUnique(t)
+	simulate(t, 200, 2, func(w *world) { w.expect = true }, func(t *testing.T, rng *rand.Rand, w *world) {
+		members := w.members()
+		for round, change := range threeRounds(rng) {
+			w.begin()
+			w.change(change)
+			for i := 0; !w.settled() || slices.ContainsFunc(members, w.out); i++ {
+				require.Less(t, i, 5000, "round %d not settled: op %+v; world %+v", round, w.op, w.components)
+				if rng.IntN(10) == 0 {
+					w.outage(members)
 				}
-				w.run(t, 5000)
-				assert.LessOrEqual(t, w.maxUnavail, 1, "round %d: more than one desired pod unavailable", round)
+				if w.op != nil && slices.ContainsFunc(members, w.out) {
+					busy++
+				}
+				w.step(t)
+				w.requireNamesUnique(t)
 			}
-		})
-	}
+			w.run(t, 5000)
+			assert.LessOrEqual(t, w.maxUnavail, 1, "round %d: more than one desired pod unavailable", round)
+		}
+	})
 }
 
 // TestSimulatedChaos combines what the tests above inject one at a time,
@@ -510,69 +530,57 @@ func TestSimulatedChaos(t *testing.T) {
 			assert.Positive(t, n, "no %s fell during an operation", what)
 		}
 	}()
-	for seed := uint64(1); seed <= 200; seed++ {
-		rng := rand.New(rand.NewPCG(seed, 3))
-		spec := randomSpec(rng)
-		t.Run(fmt.Sprint(seed), func(t *testing.T) {
-			w := newWorld(seed, spec)
-			w.tickLen, w.expect = 100*time.Millisecond, true
-			w.run(t, 2000)
-			var members []string
-			for _, pl := range spec[0].Placements {
-				members = append(members, pl.Member)
+	simulate(t, 200, 3, inTenths, func(t *testing.T, rng *rand.Rand, w *world) {
+		members := w.members()
+		revision := 1
+		change := func() {
+			scale, upgrade := rng.IntN(3) != 1, rng.IntN(3) != 0
+			if upgrade {
+				revision++
 			}
-			revision := 1
-			change := func() {
-				scale, upgrade := rng.IntN(3) != 1, rng.IntN(3) != 0
-				if upgrade {
-					revision++
-				}
-				for i := range w.components {
-					for j := range w.components[i].Placements {
-						pl := &w.components[i].Placements[j]
-						if scale {
-							pl.Replicas = int32(rng.IntN(5))
-						}
-						pl.Revision = fmt.Sprintf("r%d", revision)
-						k := pl.Member + "/" + w.components[i].Name
-						w.baseline[k] = min(w.baseline[k], int(pl.Replicas))
+			for i := range w.components {
+				for j := range w.components[i].Placements {
+					pl := &w.components[i].Placements[j]
+					if scale {
+						pl.Replicas = int32(rng.IntN(5))
 					}
+					pl.Revision = fmt.Sprintf("r%d", revision)
+					k := pl.Member + "/" + w.components[i].Name
+					w.baseline[k] = min(w.baseline[k], int(pl.Replicas))
 				}
 			}
-			for round := range 6 {
-				w.begin()
-				change()
-				more := rng.IntN(3) // changes applied while this one rolls
-				for i := 0; !w.settled() || w.paused || slices.ContainsFunc(members, w.out); i++ {
-					require.Less(t, i, 20000, "round %d not settled: op %+v; world %+v", round, w.op, w.components)
-					switch n := rng.IntN(100); {
-					case n < 3 && more > 0:
-						more--
-						change()
-						midChanges += btoi(w.op != nil)
-					case n < 6:
-						w.paused = !w.paused
-					case n < 14 && w.op != nil:
-						w.release = w.op.StartedTime.Time
-						releases++
-					case n < 24:
-						w.outage(members)
-					}
-					if w.op != nil {
-						pausedTicks += btoi(w.paused)
-						outageTicks += btoi(slices.ContainsFunc(members, w.out))
-					}
-					w.step(t)
-					w.requireNamesUnique(t)
+		}
+		for round := range 6 {
+			w.begin()
+			change()
+			more := rng.IntN(3) // changes applied while this one rolls
+			for i := 0; !w.settled() || w.paused || slices.ContainsFunc(members, w.out); i++ {
+				require.Less(t, i, 20000, "round %d not settled: op %+v; world %+v", round, w.op, w.components)
+				switch n := rng.IntN(100); {
+				case n < 3 && more > 0:
+					more--
+					change()
+					midChanges += btoi(w.op != nil)
+				case n < 6:
+					w.paused = !w.paused
+				case n < 14 && w.op != nil:
+					w.release = w.op.StartedTime.Time
+					releases++
+				case n < 24:
+					w.outage(members)
 				}
-				w.run(t, 5000)
-				assert.LessOrEqual(t, w.maxUnavail, 1, "round %d: more than one desired pod unavailable", round)
+				if w.op != nil {
+					pausedTicks += btoi(w.paused)
+					outageTicks += btoi(slices.ContainsFunc(members, w.out))
+				}
+				w.step(t)
+				w.requireNamesUnique(t)
 			}
-			for at, n := range w.released {
-				assert.LessOrEqual(t, n, 1, "operations released by the annotation naming %s", at.UTC().Format(time.RFC3339))
-			}
-		})
-	}
+			w.run(t, 5000)
+			assert.LessOrEqual(t, w.maxUnavail, 1, "round %d: more than one desired pod unavailable", round)
+		}
+		w.assertReleasedOnce(t)
+	})
 }
 
 func btoi(b bool) int {
